@@ -1,0 +1,52 @@
+import { LRUCache } from 'lru-cache';
+
+interface BackoffState {
+  /** Consecutive failures since the last success. */
+  readonly failures: number;
+  /** Epoch ms before which no new refresh attempt is made. */
+  readonly retryAt: number;
+}
+
+export interface BackoffDelays {
+  readonly initialMs: number;
+  readonly maxMs: number;
+}
+
+/**
+ * Per-key refresh backoff after loader failures: exponential with "equal jitter" (half fixed,
+ * half random), capped. Bounded: the least recently failing keys are forgotten first.
+ */
+export class Backoff {
+  readonly #states: LRUCache<string, BackoffState>;
+
+  constructor(
+    private readonly random: () => number = Math.random,
+    maxKeys = 10_000,
+  ) {
+    this.#states = new LRUCache({ max: maxKeys });
+  }
+
+  /** Keys currently remembered as failing. */
+  get size(): number {
+    return this.#states.size;
+  }
+
+  /** True while `key` must not be refreshed again. */
+  isBackingOff(key: string, now: number): boolean {
+    const state = this.#states.get(key);
+    return state !== undefined && now < state.retryAt;
+  }
+
+  /** Records a failure; returns the delay (ms) before the next attempt and the failure count. */
+  recordFailure(key: string, now: number, delays: BackoffDelays): { delayMs: number; failures: number } {
+    const failures = (this.#states.get(key)?.failures ?? 0) + 1;
+    const ceiling = Math.min(delays.maxMs, delays.initialMs * 2 ** Math.min(failures - 1, 30));
+    const delayMs = Math.round(ceiling / 2 + (ceiling / 2) * this.random());
+    this.#states.set(key, { failures, retryAt: now + delayMs });
+    return { delayMs, failures };
+  }
+
+  recordSuccess(key: string): void {
+    this.#states.delete(key);
+  }
+}

@@ -1,0 +1,61 @@
+/** How a read was answered. */
+export type ReadPath = 'fresh' | 'stale' | 'miss';
+
+/**
+ * Everything the engine reports. Listeners receive these synchronously; they must be cheap and
+ * must not throw (a throwing listener is ignored). Keys are raw cache keys: never use them as
+ * metric labels.
+ */
+export type HerdEvent =
+  /** A read returned. `path` tells how; `negative` marks a cached "not found"; `shared` a joined load. */
+  | {
+      readonly type: 'read';
+      readonly key: string;
+      readonly path: ReadPath;
+      readonly negative: boolean;
+      readonly durationMs: number;
+    }
+  /** A caller joined a load already running in this process instead of starting one. */
+  | { readonly type: 'coalesced'; readonly key: string }
+  | { readonly type: 'lease-acquired'; readonly key: string; readonly fence: number }
+  /** Another caller (likely another process) holds the lease. */
+  | { readonly type: 'lease-contended'; readonly key: string }
+  /** The lease could not be extended while the loader ran: it expired or was taken. */
+  | { readonly type: 'lease-lost'; readonly key: string }
+  /** A follower started waiting for another process's fill. */
+  | { readonly type: 'wait'; readonly key: string }
+  | { readonly type: 'wait-timeout'; readonly key: string; readonly waitedMs: number }
+  /** The loader ran and its value was stored. `background` when no caller waited for it. */
+  | {
+      readonly type: 'load-ok';
+      readonly key: string;
+      readonly durationMs: number;
+      readonly background: boolean;
+      readonly negative: boolean;
+    }
+  | {
+      readonly type: 'load-failed';
+      readonly key: string;
+      readonly durationMs: number;
+      readonly background: boolean;
+      readonly error: unknown;
+    }
+  /** A stale value was returned because the loader failed, timed out or the key is backing off. */
+  | {
+      readonly type: 'stale-on-error';
+      readonly key: string;
+      readonly reason: 'loader-failed' | 'loader-timeout' | 'wait-timeout' | 'store-down';
+    }
+  /** After a failure, no refresh of `key` is attempted for `delayMs`. */
+  | { readonly type: 'backoff'; readonly key: string; readonly delayMs: number; readonly failures: number }
+  /** A stored entry could not be decoded; it was treated as a miss. */
+  | { readonly type: 'corrupt-entry'; readonly key: string }
+  | {
+      readonly type: 'store-error';
+      readonly operation: string;
+      readonly key: string | undefined;
+      readonly error: unknown;
+    };
+
+export type HerdEventType = HerdEvent['type'];
+export type HerdEventListener = (event: HerdEvent) => void;

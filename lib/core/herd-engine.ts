@@ -1,0 +1,705 @@
+import { ClosedError } from '../errors/closed.error.js';
+import { ConfigurationError } from '../errors/configuration.error.js';
+import { HerdGuardError } from '../errors/herd-guard.error.js';
+import { InvalidKeyError } from '../errors/invalid-key.error.js';
+import { LoaderFailedError } from '../errors/loader-failed.error.js';
+import { LoaderTimeoutError } from '../errors/loader-timeout.error.js';
+import { SerializationError } from '../errors/serialization.error.js';
+import { UpstreamUnavailableError } from '../errors/upstream-unavailable.error.js';
+import { WaitAbortedError } from '../errors/wait-aborted.error.js';
+import { MemoryStore } from '../stores/memory/memory.store.js';
+import {
+  CORRUPT_ENTRY,
+  type FillWatch,
+  type HerdStore,
+  type Lease,
+  type StoreRead,
+} from '../stores/herd-store.interface.js';
+import { Backoff } from './backoff.js';
+import { type Duration, parseDuration } from './duration.js';
+import { type Entry, isFresh, isNegative, isServable } from './entry.js';
+import type { HerdEvent, HerdEventListener, ReadPath } from './events.js';
+import { type CachePolicy, type ResolvedPolicy, expiryFor, resolvePolicy, shouldRefreshEarly } from './policy.js';
+import { SingleFlight } from './single-flight.js';
+import { EngineStats, type StatsSnapshot } from './stats.js';
+
+/** What a loader receives. */
+export interface LoadContext<T = unknown> {
+  readonly key: string;
+  /** Fires when the loader passes `loaderHardTimeout` or the cache shuts down. */
+  readonly signal: AbortSignal;
+  /**
+   * Fencing number of the lease this load holds: it increases with every lease granted on the key,
+   * so a side effect can reject a writer that lost its lease. `undefined` when loading without a
+   * lease (store unreachable, or `onWaitTimeout: 'load'`).
+   */
+  readonly fence: number | undefined;
+  /** The stale value being refreshed, when there is one. */
+  readonly stale: T | undefined;
+}
+
+/** Loads the value of a key from the backend. Return `null` or `undefined` for "not found". */
+export type Loader<T> = (context: LoadContext<T>) => T | Promise<T>;
+
+export interface ReadOptions {
+  /** Overrides the default policy for this call (merged field by field). */
+  readonly policy?: CachePolicy;
+  /** Tags stored with a loaded value, for group invalidation. */
+  readonly tags?: readonly string[];
+  /** Stop waiting when this fires; the shared load goes on for other callers. */
+  readonly signal?: AbortSignal;
+  /** Stop waiting after this long; a servable stale value is returned if there is one. */
+  readonly timeout?: Duration;
+}
+
+/** The answer to one read, with the entry's timing (for `Age` and `Cache-Control`). */
+export interface ReadResult<T> {
+  readonly value: T;
+  readonly path: ReadPath;
+  /** A cached "not found". */
+  readonly negative: boolean;
+  readonly createdAt: number;
+  readonly softExpireAt: number;
+  readonly hardExpireAt: number;
+  /**
+   * On a stale read: settles when the background refresh ends, with the new value, or `undefined`
+   * when no newer value was written (refresh failed, backing off, or refreshed elsewhere). Never rejects.
+   */
+  readonly revalidated?: Promise<ReadResult<T> | undefined>;
+}
+
+export interface HerdEngineOptions {
+  /** Where entries and leases live. Default: a new {@link MemoryStore}. */
+  readonly store?: HerdStore;
+  /** Default policy for every call. */
+  readonly policy?: CachePolicy;
+  /** Clock (epoch ms). Replace only in tests of TTL arithmetic. */
+  readonly now?: () => number;
+  /** Random source in [0, 1) for jitter, backoff and early refresh. */
+  readonly random?: () => number;
+}
+
+/** Counts of what is in progress; all zero when the engine is idle. */
+export interface EngineActivity {
+  /** Keys with a load (or a wait for another process's load) in progress. */
+  readonly inflight: number;
+  /** Callers waiting with their own timeout or signal armed. */
+  readonly armedWaits: number;
+  /** Loaders currently running. */
+  readonly loaders: number;
+  /** Lease releases and other store writes not yet acknowledged. */
+  readonly pendingStoreOps: number;
+}
+
+/** What a fill produced: an entry, and whether it comes from this load (then it is served even if already expired). */
+interface Fill {
+  readonly entry: Entry;
+  readonly loaded: boolean;
+}
+
+interface FillRequest<T> {
+  readonly key: string;
+  readonly loader: Loader<T>;
+  readonly policy: ResolvedPolicy;
+  /** The servable value this fill refreshes, if any. */
+  readonly stale: Entry | undefined;
+  readonly tags: readonly string[] | undefined;
+  /** Load even when the store already holds a fresh value (warming). */
+  readonly force: boolean;
+  readonly background: boolean;
+}
+
+type LeaseOutcome =
+  | { readonly kind: 'owner'; readonly lease: Lease; readonly current: Entry | undefined }
+  | { readonly kind: 'contended'; readonly current: Entry | undefined }
+  | { readonly kind: 'unreachable' };
+
+const NO_REVALIDATION: Promise<undefined> = Promise.resolve(undefined);
+
+/**
+ * The read path: fresh hit, stale hit with one background refresh, and a coalesced, leased load
+ * on a miss. Framework-free; the NestJS service wraps one engine.
+ */
+export class HerdEngine {
+  readonly store: HerdStore;
+  readonly #defaults: ResolvedPolicy;
+  readonly #defaultInput: CachePolicy | undefined;
+  /** Per-call policies resolved once per policy object (decorators pass the same object every call). */
+  readonly #policies = new WeakMap<CachePolicy, ResolvedPolicy>();
+  readonly #flights = new SingleFlight();
+  readonly #backoff: Backoff;
+  readonly #now: () => number;
+  readonly #random: () => number;
+  readonly #stats = new EngineStats();
+  readonly #listeners: HerdEventListener[] = [];
+  /** Aborted by `close()`: running loaders see their signal fire. */
+  readonly #shutdown = new AbortController();
+  /** Store writes started without awaiting them (lease release/hold); `close()` waits for them. */
+  readonly #pendingOps = new Set<Promise<unknown>>();
+  #runningLoaders = 0;
+
+  constructor(options: HerdEngineOptions = {}) {
+    this.store = options.store ?? new MemoryStore();
+    this.#defaultInput = options.policy;
+    this.#defaults = resolvePolicy(options.policy);
+    this.#now = options.now ?? Date.now;
+    this.#random = options.random ?? Math.random;
+    this.#backoff = new Backoff(this.#random);
+  }
+
+  /** The default policy, resolved to milliseconds. */
+  get defaults(): ResolvedPolicy {
+    return this.#defaults;
+  }
+
+  get closed(): boolean {
+    return this.#shutdown.signal.aborted;
+  }
+
+  /** Returns the value of `key`, loading it with `loader` at most once across all concurrent callers. */
+  getOrLoad<T>(key: string, loader: Loader<T>, options?: ReadOptions): Promise<T> {
+    return this.read(key, loader, options).then((result) => result.value);
+  }
+
+  /** Like {@link getOrLoad}, with how the read was answered and the entry's timing. */
+  read<T>(key: string, loader: Loader<T>, options: ReadOptions = {}): Promise<ReadResult<T>> {
+    let policy: ResolvedPolicy;
+    try {
+      this.#assertOpen(key);
+      assertLoader(loader);
+      policy = this.policyFor(options.policy);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const startedAt = this.#listeners.length > 0 ? performance.now() : 0;
+    const read = this.#storeGet(key);
+    if (read instanceof Promise) {
+      return read.then((found) => this.#route(key, found, loader, policy, options, startedAt));
+    }
+    return Promise.resolve(this.#route(key, read, loader, policy, options, startedAt));
+  }
+
+  /** The servable value of `key` without loading: `undefined` when absent or past hard expiry. */
+  async peek<T>(key: string): Promise<ReadResult<T> | undefined> {
+    this.#assertOpen(key);
+    const entry = this.#decoded(key, await this.#storeGet(key)) as Entry<T> | undefined;
+    if (entry === undefined || !isServable(entry, this.#now())) return undefined;
+    return toResult(entry, isFresh(entry, this.#now()) ? 'fresh' : 'stale');
+  }
+
+  /** Stores `value` as freshly loaded (a write-through after an update). `null`/`undefined` store "not found". */
+  async set<T>(key: string, value: T, options: Pick<ReadOptions, 'policy' | 'tags'> = {}): Promise<void> {
+    this.#assertOpen(key);
+    const policy = this.policyFor(options.policy);
+    const entry = this.#entryFor(value, policy, this.#now(), options.tags);
+    await this.store.set(key, entry);
+  }
+
+  /** Marks `key` stale: the next read is served stale and refreshes once in the background (no herd). */
+  async expire(key: string): Promise<boolean> {
+    this.#assertOpen(key);
+    this.#backoff.recordSuccess(key);
+    return this.store.markStale(key, this.#now());
+  }
+
+  /** Removes `key`; the next read is a miss (coalesced and leased, but it waits for the loader). */
+  async delete(key: string): Promise<void> {
+    this.#assertOpen(key);
+    this.#backoff.recordSuccess(key);
+    await this.store.delete(key);
+  }
+
+  /** Marks every key stored with `tag` stale. Returns how many were marked. */
+  async expireTag(tag: string): Promise<number> {
+    const keys = await this.#keysForTag(tag);
+    const marked = await Promise.all(keys.map((key) => this.expire(key)));
+    return marked.filter(Boolean).length;
+  }
+
+  /** Deletes every key stored with `tag`. Returns how many keys were tagged. */
+  async deleteTag(tag: string): Promise<number> {
+    const keys = await this.#keysForTag(tag);
+    await Promise.all(keys.map((key) => this.delete(key)));
+    return keys.length;
+  }
+
+  /**
+   * Loads `key` now even if a fresh value is cached (warming, prefetch), still coalesced and leased:
+   * when another process holds the lease, its fill is awaited instead.
+   */
+  async refresh<T>(
+    key: string,
+    loader: Loader<T>,
+    options: Pick<ReadOptions, 'policy' | 'tags'> = {},
+  ): Promise<ReadResult<T>> {
+    this.#assertOpen(key);
+    assertLoader(loader);
+    const policy = this.policyFor(options.policy);
+    const stale = this.#decoded(key, await this.#storeGet(key));
+    const servable = stale !== undefined && isServable(stale, this.#now()) ? stale : undefined;
+    const request: FillRequest<T> = {
+      key,
+      loader,
+      policy,
+      stale: servable,
+      tags: options.tags,
+      force: true,
+      background: false,
+    };
+    const { value: fill } = await this.#flights.do(key, () => this.#fill(request));
+    return toResult(fill.entry as Entry<T>, 'miss');
+  }
+
+  /** Resolves a per-call policy over the defaults (cached per policy object). Throws ConfigurationError. */
+  policyFor(policy: CachePolicy | undefined): ResolvedPolicy {
+    if (policy === undefined) return this.#defaults;
+    let resolved = this.#policies.get(policy);
+    if (resolved === undefined) {
+      resolved = resolvePolicy(policy, this.#defaultInput);
+      this.#policies.set(policy, resolved);
+    }
+    return resolved;
+  }
+
+  /** Subscribes to engine events (metrics, logs). Returns the unsubscribe function. */
+  onEvent(listener: HerdEventListener): () => void {
+    this.#listeners.push(listener);
+    return () => {
+      const index = this.#listeners.indexOf(listener);
+      if (index >= 0) this.#listeners.splice(index, 1);
+    };
+  }
+
+  /** Counters since start. */
+  stats(): StatsSnapshot {
+    return this.#stats.snapshot(this.#flights.size);
+  }
+
+  activity(): EngineActivity {
+    return {
+      inflight: this.#flights.size,
+      armedWaits: this.#flights.armedWaits,
+      loaders: this.#runningLoaders,
+      pendingStoreOps: this.#pendingOps.size,
+    };
+  }
+
+  /** Aborts running loaders, waits for pending lease releases, refuses new reads. Does not close the store. */
+  async close(): Promise<void> {
+    if (!this.closed) this.#shutdown.abort(new ClosedError());
+    await Promise.allSettled([...this.#pendingOps]);
+  }
+
+  // --- the read path -------------------------------------------------------------------------
+
+  /** Chooses the path for what the store returned. */
+  #route<T>(
+    key: string,
+    found: StoreRead,
+    loader: Loader<T>,
+    policy: ResolvedPolicy,
+    options: ReadOptions,
+    startedAt: number,
+  ): ReadResult<T> | Promise<ReadResult<T>> {
+    const entry = this.#decoded(key, found) as Entry<T> | undefined;
+    const now = this.#now();
+    if (entry !== undefined && isFresh(entry, now)) {
+      if (this.#shouldRefreshEarly(entry, policy, now)) void this.#revalidate(key, loader, policy, entry, options.tags);
+      return this.#answer(key, entry, 'fresh', startedAt);
+    }
+    if (entry !== undefined && isServable(entry, now) && policy.staleWhileRevalidate) {
+      const revalidated = this.#revalidate(key, loader, policy, entry, options.tags);
+      return this.#answer(key, entry, 'stale', startedAt, revalidated);
+    }
+    const stale = entry !== undefined && isServable(entry, now) ? entry : undefined;
+    return this.#loadForCaller(key, loader, policy, options, stale, startedAt);
+  }
+
+  /** Starts (or joins) one background refresh of a stale key, unless the key is backing off. */
+  #revalidate<T>(
+    key: string,
+    loader: Loader<T>,
+    policy: ResolvedPolicy,
+    stale: Entry<T>,
+    tags: readonly string[] | undefined,
+  ): Promise<ReadResult<T> | undefined> {
+    if (this.#backoff.isBackingOff(key, this.#now())) return NO_REVALIDATION;
+    const request: FillRequest<T> = { key, loader, policy, stale, tags, force: false, background: true };
+    return this.#flights
+      .do(key, () => this.#fill(request))
+      .then(
+        ({ value: fill }) =>
+          fill.entry === stale || fill.entry.createdAt <= stale.createdAt
+            ? undefined
+            : toResult(fill.entry as Entry<T>, 'miss'),
+        () => undefined,
+      );
+  }
+
+  /** A caller with nothing it may be given at once: join or start the load, bounded by its own limits. */
+  async #loadForCaller<T>(
+    key: string,
+    loader: Loader<T>,
+    policy: ResolvedPolicy,
+    options: ReadOptions,
+    stale: Entry<T> | undefined,
+    startedAt: number,
+  ): Promise<ReadResult<T>> {
+    if (this.#flights.has(key)) this.#emit({ type: 'coalesced', key });
+    const request: FillRequest<T> = { key, loader, policy, stale, tags: options.tags, force: false, background: false };
+    try {
+      const { value: fill } = await this.#flights.do(key, () => this.#fill(request), {
+        signal: options.signal,
+        timeoutMs: this.#callerTimeoutMs(options, policy, stale),
+      });
+      const now = this.#now();
+      // A joined refresh may hand back a value that expired while it ran: never serve it.
+      if (!fill.loaded && !isServable(fill.entry, now)) throw new UpstreamUnavailableError(key, 0);
+      const path: ReadPath = fill.loaded
+        ? 'miss'
+        : isFresh(fill.entry, now)
+          ? fill.entry === stale
+            ? 'fresh'
+            : 'miss'
+          : 'stale';
+      return this.#answer(key, fill.entry as Entry<T>, path, startedAt);
+    } catch (error) {
+      if (stale !== undefined && !(error instanceof WaitAbortedError) && isServable(stale, this.#now())) {
+        // Waited longer than loaderSoftTimeout (or its own timeout), or the shared load failed.
+        this.#emit({
+          type: 'stale-on-error',
+          key,
+          reason: error instanceof LoaderFailedError ? 'loader-failed' : 'loader-timeout',
+        });
+        return this.#answer(key, stale, 'stale', startedAt);
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * One fill of a key, run once per process at a time (inside the single flight): take the lease
+   * and load, or serve what is servable, or wait for the owner's fill.
+   */
+  async #fill<T>(request: FillRequest<T>): Promise<Fill> {
+    const { key, policy } = request;
+    // Watch before the lease attempt, so a fill landing in between is not missed.
+    const watch = this.store.watchFill(key);
+    try {
+      const waitStartedAt = this.#now();
+      const deadline = waitStartedAt + policy.waitTimeoutMs;
+      let waiting = false;
+      for (;;) {
+        const outcome = await this.#tryLease(key, policy);
+        // Check: nothing to coordinate with, so load here (coalesced in this process only).
+        if (outcome.kind === 'unreachable') return await this.#loadAsOwner(request, undefined, undefined);
+        // Lock: this caller owns the fill.
+        if (outcome.kind === 'owner') return await this.#loadAsOwner(request, outcome.lease, outcome.current);
+        // Contended: someone else loads. Serve the newest servable value if there is one.
+        this.#emit({ type: 'lease-contended', key });
+        const servable = newestServable(request.stale, outcome.current, this.#now());
+        if (servable !== undefined && !request.force) return { entry: servable, loaded: false };
+        if (!waiting) this.#emit({ type: 'wait', key });
+        waiting = true;
+        // Wait for the owner's notification, bounded; then re-read once.
+        const woken = await this.#waitForFill(watch, deadline);
+        const filled = this.#decoded(key, await this.#storeGetSafe(key));
+        if (
+          filled !== undefined &&
+          isServable(filled, this.#now()) &&
+          (!request.force || isNewer(filled, request.stale))
+        ) {
+          return { entry: filled, loaded: false };
+        }
+        if (!woken) return await this.#onWaitTimeout(request, this.#now() - waitStartedAt);
+        // Woken without a value: the owner failed or gave up. Try for the lease again.
+      }
+    } finally {
+      watch.close();
+    }
+  }
+
+  /**
+   * Loads as the lease owner (or without a lease when the store is unreachable), writes the entry,
+   * releases the lease and wakes followers. The lease is released or held for the backoff in the
+   * one `finally` below.
+   */
+  async #loadAsOwner<T>(request: FillRequest<T>, lease: Lease | undefined, current: Entry | undefined): Promise<Fill> {
+    const { key, policy, stale } = request;
+    let leaseSettled = false;
+    let holdLeaseMs = 0;
+    const keepAlive = lease === undefined ? undefined : this.#keepLeaseAlive(lease, policy);
+    try {
+      if (lease !== undefined) this.#emit({ type: 'lease-acquired', key, fence: lease.fence });
+      // Re-check: another process may have filled the key between our read and our lease.
+      if (!request.force && current !== undefined && isFresh(current, this.#now()))
+        return { entry: current, loaded: false };
+      // Load.
+      const loadStartedAt = this.#now();
+      let value: T;
+      try {
+        value = await this.#runLoader(request, lease);
+      } catch (error) {
+        this.#emit({
+          type: 'load-failed',
+          key,
+          durationMs: this.#now() - loadStartedAt,
+          background: request.background,
+          error,
+        });
+        // On error: serve stale (fail-safe) and back off, or throw.
+        const now = this.#now();
+        if (stale !== undefined && isServable(stale, now)) {
+          const { delayMs, failures } = this.#backoff.recordFailure(key, now, {
+            initialMs: policy.backoffInitialMs,
+            maxMs: policy.backoffMaxMs,
+          });
+          this.#emit({ type: 'backoff', key, delayMs, failures });
+          this.#emit({
+            type: 'stale-on-error',
+            key,
+            reason: error instanceof LoaderTimeoutError ? 'loader-timeout' : 'loader-failed',
+          });
+          // Keeping the lease for the backoff makes every process serve stale instead of retrying.
+          holdLeaseMs = Math.min(delayMs, stale.hardExpireAt - now);
+          return { entry: stale, loaded: false };
+        }
+        throw error instanceof HerdGuardError ? error : new LoaderFailedError(key, error);
+      }
+      const entry = this.#entryFor(value, policy, loadStartedAt, request.tags);
+      this.#backoff.recordSuccess(key);
+      // Write, release and notify in one store step.
+      if (!isNegative(entry) || policy.negativeTtlMs > 0) {
+        try {
+          await this.store.set(key, entry, { lease });
+          leaseSettled = true;
+        } catch (error) {
+          if (error instanceof SerializationError) throw error;
+          this.#emit({ type: 'store-error', operation: 'set', key, error });
+        }
+      }
+      this.#emit({
+        type: 'load-ok',
+        key,
+        durationMs: entry.loadMs,
+        background: request.background,
+        negative: isNegative(entry),
+      });
+      return { entry, loaded: true };
+    } finally {
+      keepAlive?.stop();
+      if (lease !== undefined && !leaseSettled) {
+        this.#track(
+          holdLeaseMs > 0 ? this.store.extendLease(lease, holdLeaseMs) : this.store.releaseLease(lease),
+          'release-lease',
+          key,
+        );
+      }
+    }
+  }
+
+  /** Runs the loader with its context; rejects with LoaderTimeoutError after `loaderHardTimeout`. */
+  #runLoader<T>(request: FillRequest<T>, lease: Lease | undefined): Promise<T> {
+    const { key, loader, policy, stale } = request;
+    const controller = new AbortController();
+    const onShutdown = (): void => controller.abort(new ClosedError(key));
+    this.#shutdown.signal.addEventListener('abort', onShutdown, { once: true });
+    const timeoutMs = policy.loaderHardTimeoutMs;
+    const timer =
+      timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => controller.abort(new LoaderTimeoutError(key, timeoutMs)), timeoutMs);
+    this.#runningLoaders += 1;
+    const context: LoadContext<T> = {
+      key,
+      signal: controller.signal,
+      fence: lease?.fence,
+      stale: stale?.value as T | undefined,
+    };
+    const aborted = new Promise<never>((_, reject) => {
+      controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
+    });
+    // A loader that ignores its signal is abandoned, not awaited.
+    return Promise.race([Promise.resolve().then(() => loader(context)), aborted]).finally(() => {
+      if (timer !== undefined) clearTimeout(timer);
+      this.#shutdown.signal.removeEventListener('abort', onShutdown);
+      this.#runningLoaders -= 1;
+    });
+  }
+
+  /** Nobody filled the key within `waitTimeout`: apply `onWaitTimeout`. */
+  async #onWaitTimeout<T>(request: FillRequest<T>, waitedMs: number): Promise<Fill> {
+    this.#emit({ type: 'wait-timeout', key: request.key, waitedMs });
+    if (request.policy.onWaitTimeout === 'load') return this.#loadAsOwner(request, undefined, undefined);
+    throw new UpstreamUnavailableError(request.key, waitedMs);
+  }
+
+  async #tryLease(key: string, policy: ResolvedPolicy): Promise<LeaseOutcome> {
+    try {
+      const { lease, current } = await this.store.acquireLease(key, policy.leaseTtlMs);
+      const entry = this.#decoded(key, current);
+      return lease === undefined ? { kind: 'contended', current: entry } : { kind: 'owner', lease, current: entry };
+    } catch (error) {
+      this.#emit({ type: 'store-error', operation: 'acquire-lease', key, error });
+      return { kind: 'unreachable' };
+    }
+  }
+
+  /** Extends the lease while the loader runs, so a slow load does not let a second loader in. */
+  #keepLeaseAlive(lease: Lease, policy: ResolvedPolicy): { stop(): void } {
+    const timer = setInterval(
+      () => {
+        this.store.extendLease(lease, policy.leaseTtlMs).then(
+          (kept) => {
+            if (kept) return;
+            clearInterval(timer);
+            this.#emit({ type: 'lease-lost', key: lease.key });
+          },
+          (error: unknown) => this.#emit({ type: 'store-error', operation: 'extend-lease', key: lease.key, error }),
+        );
+      },
+      Math.max(1, Math.floor(policy.leaseTtlMs / 3)),
+    );
+    timer.unref();
+    return { stop: () => clearInterval(timer) };
+  }
+
+  async #waitForFill(watch: FillWatch, deadline: number): Promise<boolean> {
+    const remainingMs = deadline - this.#now();
+    return remainingMs > 0 && (await watch.next(remainingMs));
+  }
+
+  // --- helpers -------------------------------------------------------------------------------
+
+  #entryFor<T>(value: T, policy: ResolvedPolicy, loadStartedAt: number, tags: readonly string[] | undefined): Entry<T> {
+    const now = this.#now();
+    const negative = value === null || value === undefined;
+    const { softExpireAt, hardExpireAt } = expiryFor(policy, now, negative, this.#random);
+    const entry: Entry<T> = {
+      value,
+      createdAt: now,
+      softExpireAt,
+      hardExpireAt,
+      loadMs: Math.max(0, now - loadStartedAt),
+    };
+    return tags === undefined || tags.length === 0 ? entry : { ...entry, tags: [...tags] };
+  }
+
+  #shouldRefreshEarly(entry: Entry, policy: ResolvedPolicy, now: number): boolean {
+    return (
+      policy.earlyRefreshBeta > 0 && shouldRefreshEarly(policy, entry.softExpireAt, entry.loadMs, now, this.#random)
+    );
+  }
+
+  #callerTimeoutMs(options: ReadOptions, policy: ResolvedPolicy, stale: Entry | undefined): number | undefined {
+    const own = options.timeout === undefined ? undefined : parseDuration(options.timeout, 'timeout');
+    const soft = stale === undefined ? undefined : policy.loaderSoftTimeoutMs;
+    if (own === undefined) return soft;
+    return soft === undefined ? own : Math.min(own, soft);
+  }
+
+  #answer<T>(
+    key: string,
+    entry: Entry<T>,
+    path: ReadPath,
+    startedAt: number,
+    revalidated?: Promise<ReadResult<T> | undefined>,
+  ): ReadResult<T> {
+    const negative = isNegative(entry);
+    this.#stats.countRead(path, negative);
+    if (this.#listeners.length > 0) {
+      this.#emit({
+        type: 'read',
+        key,
+        path,
+        negative,
+        durationMs: startedAt === 0 ? 0 : performance.now() - startedAt,
+      });
+    }
+    return toResult(entry, path, revalidated);
+  }
+
+  /** Reads the store; a failing store is reported and read as a miss (the caller then loads). */
+  #storeGet(key: string): StoreRead | Promise<StoreRead> {
+    try {
+      const found = this.store.get(key);
+      return found instanceof Promise ? found.catch((error: unknown) => this.#storeReadFailed(key, error)) : found;
+    } catch (error) {
+      return this.#storeReadFailed(key, error);
+    }
+  }
+
+  async #storeGetSafe(key: string): Promise<StoreRead> {
+    return this.#storeGet(key);
+  }
+
+  #storeReadFailed(key: string, error: unknown): undefined {
+    this.#emit({ type: 'store-error', operation: 'get', key, error });
+    return undefined;
+  }
+
+  #decoded(key: string, found: StoreRead): Entry | undefined {
+    if (found !== CORRUPT_ENTRY) return found;
+    this.#emit({ type: 'corrupt-entry', key });
+    return undefined;
+  }
+
+  async #keysForTag(tag: string): Promise<string[]> {
+    if (typeof tag !== 'string' || tag.length === 0)
+      throw new ConfigurationError('tag', 'a tag must be a non-empty string');
+    return this.store.keysForTag(tag);
+  }
+
+  /** Runs a store operation nobody awaits; reports its failure and lets `close()` wait for it. */
+  #track(operation: Promise<unknown>, name: string, key: string): void {
+    const tracked = operation.then(
+      () => undefined,
+      (error: unknown) => this.#emit({ type: 'store-error', operation: name, key, error }),
+    );
+    this.#pendingOps.add(tracked);
+    void tracked.then(() => this.#pendingOps.delete(tracked));
+  }
+
+  #emit(event: HerdEvent): void {
+    this.#stats.count(event);
+    for (const listener of this.#listeners) {
+      try {
+        listener(event);
+      } catch {
+        // A listener's failure must not break the read path.
+      }
+    }
+  }
+
+  #assertOpen(key: unknown): asserts key is string {
+    if (typeof key !== 'string' || key.length === 0) throw new InvalidKeyError(key);
+    if (this.closed) throw new ClosedError(key);
+  }
+}
+
+function assertLoader(loader: unknown): void {
+  if (typeof loader !== 'function')
+    throw new ConfigurationError('loader', `expected a function, received ${typeof loader}`);
+}
+
+function isNewer(entry: Entry, than: Entry | undefined): boolean {
+  return than === undefined || entry.createdAt > than.createdAt;
+}
+
+function newestServable(a: Entry | undefined, b: Entry | undefined, now: number): Entry | undefined {
+  const candidates = [a, b].filter((entry): entry is Entry => entry !== undefined && isServable(entry, now));
+  if (candidates.length === 0) return undefined;
+  return candidates.reduce((newest, entry) => (entry.createdAt > newest.createdAt ? entry : newest));
+}
+
+function toResult<T>(entry: Entry<T>, path: ReadPath, revalidated?: Promise<ReadResult<T> | undefined>): ReadResult<T> {
+  const result = {
+    value: entry.value,
+    path,
+    negative: isNegative(entry),
+    createdAt: entry.createdAt,
+    softExpireAt: entry.softExpireAt,
+    hardExpireAt: entry.hardExpireAt,
+  };
+  return revalidated === undefined ? result : { ...result, revalidated };
+}

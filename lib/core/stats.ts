@@ -1,0 +1,104 @@
+import type { HerdEvent, ReadPath } from './events.js';
+
+/** Counters since the engine started. */
+export interface StatsSnapshot {
+  readonly reads: { readonly fresh: number; readonly stale: number; readonly miss: number; readonly negative: number };
+  /** Callers that joined a load already running in this process. */
+  readonly coalesced: number;
+  readonly loads: { readonly ok: number; readonly failed: number; readonly background: number };
+  readonly staleOnError: number;
+  readonly leases: { readonly acquired: number; readonly contended: number; readonly lost: number };
+  readonly waits: { readonly started: number; readonly timedOut: number };
+  readonly backoffs: number;
+  readonly corruptEntries: number;
+  readonly storeErrors: number;
+  /** Keys with a load in progress now. */
+  readonly inflight: number;
+}
+
+/** Plain counters, bumped synchronously on the read path (no allocation per event). */
+export class EngineStats {
+  #fresh = 0;
+  #stale = 0;
+  #miss = 0;
+  #negative = 0;
+  #coalesced = 0;
+  #loadsOk = 0;
+  #loadsFailed = 0;
+  #loadsBackground = 0;
+  #staleOnError = 0;
+  #leasesAcquired = 0;
+  #leasesContended = 0;
+  #leasesLost = 0;
+  #waits = 0;
+  #waitTimeouts = 0;
+  #backoffs = 0;
+  #corrupt = 0;
+  #storeErrors = 0;
+
+  countRead(path: ReadPath, negative: boolean): void {
+    if (path === 'fresh') this.#fresh += 1;
+    else if (path === 'stale') this.#stale += 1;
+    else this.#miss += 1;
+    if (negative) this.#negative += 1;
+  }
+
+  count(event: HerdEvent): void {
+    switch (event.type) {
+      case 'coalesced':
+        this.#coalesced += 1;
+        break;
+      case 'load-ok':
+        this.#loadsOk += 1;
+        if (event.background) this.#loadsBackground += 1;
+        break;
+      case 'load-failed':
+        this.#loadsFailed += 1;
+        break;
+      case 'stale-on-error':
+        this.#staleOnError += 1;
+        break;
+      case 'lease-acquired':
+        this.#leasesAcquired += 1;
+        break;
+      case 'lease-contended':
+        this.#leasesContended += 1;
+        break;
+      case 'lease-lost':
+        this.#leasesLost += 1;
+        break;
+      case 'wait':
+        this.#waits += 1;
+        break;
+      case 'wait-timeout':
+        this.#waitTimeouts += 1;
+        break;
+      case 'backoff':
+        this.#backoffs += 1;
+        break;
+      case 'corrupt-entry':
+        this.#corrupt += 1;
+        break;
+      case 'store-error':
+        this.#storeErrors += 1;
+        break;
+      case 'read':
+        break;
+    }
+  }
+
+  snapshot(inflight: number): StatsSnapshot {
+    return {
+      reads: { fresh: this.#fresh, stale: this.#stale, miss: this.#miss, negative: this.#negative },
+      coalesced: this.#coalesced,
+      loads: { ok: this.#loadsOk, failed: this.#loadsFailed, background: this.#loadsBackground },
+      staleOnError: this.#staleOnError,
+      leases: { acquired: this.#leasesAcquired, contended: this.#leasesContended, lost: this.#leasesLost },
+      waits: { started: this.#waits, timedOut: this.#waitTimeouts },
+      backoffs: this.#backoffs,
+      corruptEntries: this.#corrupt,
+      storeErrors: this.#storeErrors,
+      inflight,
+    };
+  }
+}

@@ -1,0 +1,20 @@
+import { HerdGuardError } from './herd-guard.error.js';
+
+/**
+ * Another process holds the lease for this key, nothing servable is cached, and the fill did not
+ * arrive within `waitTimeout`. Raise `waitTimeout` or set `onWaitTimeout: 'load'` to load anyway.
+ */
+export class UpstreamUnavailableError extends HerdGuardError {
+  readonly code = 'HERD_GUARD_UPSTREAM_UNAVAILABLE' as const;
+
+  constructor(
+    key: string,
+    readonly waitedMs: number,
+  ) {
+    super(
+      `No value for "${key}" after waiting ${waitedMs} ms for another process to load it ` +
+        `(policy.waitTimeout; set policy.onWaitTimeout to 'load' to load instead)`,
+      { key },
+    );
+  }
+}

@@ -1,0 +1,40 @@
+// Core engine
+export { HerdEngine } from './core/herd-engine.js';
+export type {
+  EngineActivity,
+  HerdEngineOptions,
+  LoadContext,
+  Loader,
+  ReadOptions,
+  ReadResult,
+} from './core/herd-engine.js';
+export { SingleFlight } from './core/single-flight.js';
+export type { FlightResult, WaitOptions } from './core/single-flight.js';
+export { parseDuration } from './core/duration.js';
+export type { Duration, DurationUnit } from './core/duration.js';
+export { DEFAULT_POLICY, resolvePolicy } from './core/policy.js';
+export type { BackoffPolicy, CachePolicy, Jitter, ResolvedPolicy, WaitTimeoutAction } from './core/policy.js';
+export { ENTRY_FORMAT_VERSION, decodeEntry, encodeEntry } from './core/entry.js';
+export type { Entry } from './core/entry.js';
+export type { HerdEvent, HerdEventListener, HerdEventType, ReadPath } from './core/events.js';
+export type { StatsSnapshot } from './core/stats.js';
+
+// Stores
+export { CORRUPT_ENTRY } from './stores/herd-store.interface.js';
+export type {
+  BreakerState,
+  FillWatch,
+  HerdStore,
+  Lease,
+  LeaseAttempt,
+  SetOptions,
+  StoreHealth,
+  StoreRead,
+  StoreStatus,
+} from './stores/herd-store.interface.js';
+export { FillSignals } from './stores/fill-signals.js';
+export { MemoryStore } from './stores/memory/memory.store.js';
+export type { MemoryStoreOptions } from './stores/memory/memory.store.js';
+
+// Errors
+export * from './errors/index.js';
