@@ -431,9 +431,10 @@ export class HerdEngine {
     const keepAlive = lease === undefined ? undefined : this.#keepLeaseAlive(lease, policy);
     try {
       if (lease !== undefined) this.#emit({ type: 'lease-acquired', key, fence: lease.fence });
-      // Re-check: another process may have filled the key between our read and our lease.
-      if (!request.force && current !== undefined && isFresh(current, this.#now()))
+      // Re-check: another process may have refreshed the key between our read and our lease.
+      if (!request.force && current !== undefined && isFresh(current, this.#now()) && isNewer(current, stale)) {
         return { entry: current, loaded: false };
+      }
       // Load.
       const loadStartedAt = this.#now();
       let value: T;
@@ -560,7 +561,6 @@ export class HerdEngine {
       },
       Math.max(1, Math.floor(policy.leaseTtlMs / 3)),
     );
-    timer.unref();
     return { stop: () => clearInterval(timer) };
   }
 

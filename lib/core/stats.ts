@@ -40,7 +40,8 @@ export class EngineStats {
     if (path === 'fresh') this.#fresh += 1;
     else if (path === 'stale') this.#stale += 1;
     else this.#miss += 1;
-    if (negative) this.#negative += 1;
+    // A negative hit: a cached "not found" answered without loading.
+    if (negative && path !== 'miss') this.#negative += 1;
   }
 
   count(event: HerdEvent): void {

@@ -16,6 +16,8 @@ import type {
 export interface MemoryStoreOptions {
   /** Most entries kept; the least recently used go first. Default 10,000. */
   readonly maxEntries?: number;
+  /** Clock (epoch ms) for lease expiry. Replace only in tests that move time by hand. */
+  readonly now?: () => number;
 }
 
 interface HeldLease {
@@ -39,8 +41,10 @@ export class MemoryStore implements HerdStore {
   readonly #signals = new FillSignals();
   /** One counter for all keys: it increases with every lease granted, on any key. */
   #fence = 0;
+  readonly #now: () => number;
 
   constructor(options: MemoryStoreOptions = {}) {
+    this.#now = options.now ?? Date.now;
     const maxEntries = options.maxEntries ?? 10_000;
     if (!Number.isInteger(maxEntries) || maxEntries < 1) {
       throw new ConfigurationError('store.maxEntries', `expected a positive integer, received ${maxEntries}`);
@@ -90,7 +94,7 @@ export class MemoryStore implements HerdStore {
   }
 
   async acquireLease(key: string, ttlMs: number): Promise<LeaseAttempt> {
-    const now = Date.now();
+    const now = this.#now();
     const held = this.#leases.get(key);
     if (held !== undefined && held.expiresAt > now) return { lease: undefined, current: this.get(key) };
     const lease: Lease = { key, token: randomUUID(), fence: ++this.#fence };
@@ -100,7 +104,7 @@ export class MemoryStore implements HerdStore {
 
   async extendLease(lease: Lease, ttlMs: number): Promise<boolean> {
     const held = this.#leases.get(lease.key);
-    const now = Date.now();
+    const now = this.#now();
     if (held === undefined || held.token !== lease.token || held.expiresAt <= now) return false;
     this.#leases.set(lease.key, { ...held, expiresAt: now + ttlMs });
     return true;
@@ -125,7 +129,7 @@ export class MemoryStore implements HerdStore {
   }
 
   #write(key: string, entry: Entry): void {
-    const ttl = Math.max(1, Math.ceil(entry.hardExpireAt - Date.now()));
+    const ttl = Math.max(1, Math.ceil(entry.hardExpireAt - this.#now()));
     this.#entries.set(key, entry, { ttl });
     for (const tag of entry.tags ?? []) {
       let keys = this.#tags.get(tag);

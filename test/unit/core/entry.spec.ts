@@ -1,0 +1,40 @@
+import { describe, expect, it } from '@jest/globals';
+import { ENTRY_FORMAT_VERSION, type Entry, decodeEntry, encodeEntry } from '../../../lib/index.js';
+
+const base: Entry = { value: { id: 1 }, createdAt: 1_000, softExpireAt: 2_000, hardExpireAt: 3_000, loadMs: 12 };
+
+describe('entry envelope', () => {
+  it('round-trips values, undefined and tags', () => {
+    for (const value of [{ a: [1, 'x'] }, 0, false, '', null, undefined, 'é 🦄']) {
+      const entry: Entry = { ...base, value, tags: ['t1'] };
+      expect(decodeEntry(encodeEntry(entry))).toEqual(entry);
+    }
+  });
+
+  it('decodes from a Buffer', () => {
+    expect(decodeEntry(Buffer.from(encodeEntry(base)))).toEqual(base);
+  });
+
+  it('writes its format version', () => {
+    expect(JSON.parse(encodeEntry(base))).toMatchObject({ v: ENTRY_FORMAT_VERSION });
+  });
+
+  it.each([
+    ['not json', '{oops'],
+    ['a foreign string', 'hello'],
+    ['a JSON array', '[1,2]'],
+    ['JSON null', 'null'],
+    ['another format version', JSON.stringify({ v: 99, c: 1, s: 2, h: 3, d: 0, x: 1 })],
+    ['missing hard expiry', JSON.stringify({ v: 1, c: 1, s: 2, d: 0, x: 1 })],
+    ['soft after hard', JSON.stringify({ v: 1, c: 1, s: 5, h: 3, d: 0, x: 1 })],
+    ['a string time', JSON.stringify({ v: 1, c: '1', s: 2, h: 3, d: 0, x: 1 })],
+    ['no value', JSON.stringify({ v: 1, c: 1, s: 2, h: 3, d: 0 })],
+    ['bad tags', JSON.stringify({ v: 1, c: 1, s: 2, h: 3, d: 0, x: 1, t: [1] })],
+  ])('rejects %s as absent without throwing', (_, raw) => {
+    expect(decodeEntry(raw)).toBeUndefined();
+  });
+
+  it('throws on a value JSON cannot hold', () => {
+    expect(() => encodeEntry({ ...base, value: 10n })).toThrow();
+  });
+});
