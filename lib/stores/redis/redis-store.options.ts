@@ -1,0 +1,27 @@
+import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
+
+/**
+ * How to reach Redis: a URL, ioredis options, or a client you own (a `Redis` or a `Cluster`). A
+ * client you pass in is never closed by herd-guard; connections herd-guard opens are closed on
+ * shutdown.
+ */
+export interface RedisStoreOptions {
+  /** `redis://[:password@]host:port[/db]` or `rediss://...`. */
+  readonly url?: string;
+  /** ioredis options for a connection herd-guard opens (merged over its safe defaults). */
+  readonly redisOptions?: RedisOptions;
+  /** Seed nodes of a Redis Cluster herd-guard connects to. */
+  readonly cluster?: { readonly nodes: ReadonlyArray<string | { host: string; port: number }>; readonly options?: ClusterOptions };
+  /** An existing client (yours to close). Fill notifications use a duplicate of it, which herd-guard closes. */
+  readonly client?: Redis | Cluster;
+  /** Prefix of every key, so several apps can share one Redis. Default `hg`. */
+  readonly namespace?: string;
+  /** A command that takes longer fails (and counts towards the breaker). Default `'500ms'`. */
+  readonly commandTimeout?: number | string;
+  /** Consecutive failures that open the breaker; while open, Redis is not waited on. Default 5. */
+  readonly breakerThreshold?: number;
+  /** How long the breaker stays open before one probe command is let through. Default `'2s'`. */
+  readonly breakerCooldown?: number | string;
+  /** Envelopes kept in process to answer from while Redis is unreachable. Default 1,000; 0 disables. */
+  readonly fallbackEntries?: number;
+}
