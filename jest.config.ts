@@ -16,6 +16,7 @@ const config: Config = {
   },
   transformIgnorePatterns: ['^(?!.*/node_modules/cookie/).*/node_modules/'],
   testTimeout: 30_000,
+  globalSetup: '<rootDir>/test/global-setup.js',
 };
 
 export default config;

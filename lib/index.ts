@@ -35,6 +35,10 @@ export type {
 export { FillSignals } from './stores/fill-signals.js';
 export { MemoryStore } from './stores/memory/memory.store.js';
 export type { MemoryStoreOptions } from './stores/memory/memory.store.js';
+export { RedisStore } from './stores/redis/redis.store.js';
+export type { RedisStoreOptions } from './stores/redis/redis-store.options.js';
+export { RedisKeys } from './stores/redis/redis-keys.js';
+export type { RedisKeyLayout } from './stores/redis/redis-keys.js';
 
 // Errors
 export * from './errors/index.js';

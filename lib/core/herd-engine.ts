@@ -8,13 +8,7 @@ import { SerializationError } from '../errors/serialization.error.js';
 import { UpstreamUnavailableError } from '../errors/upstream-unavailable.error.js';
 import { WaitAbortedError } from '../errors/wait-aborted.error.js';
 import { MemoryStore } from '../stores/memory/memory.store.js';
-import {
-  CORRUPT_ENTRY,
-  type FillWatch,
-  type HerdStore,
-  type Lease,
-  type StoreRead,
-} from '../stores/herd-store.interface.js';
+import { CORRUPT_ENTRY, type HerdStore, type Lease, type StoreRead } from '../stores/herd-store.interface.js';
 import { Backoff } from './backoff.js';
 import { type Duration, parseDuration } from './duration.js';
 import { type Entry, isFresh, isNegative, isServable } from './entry.js';
@@ -398,21 +392,25 @@ export class HerdEngine {
         // Contended: someone else loads. Serve the newest servable value if there is one.
         this.#emit({ type: 'lease-contended', key });
         const servable = newestServable(request.stale, outcome.current, this.#now());
-        if (servable !== undefined && !request.force) return { entry: servable, loaded: false };
+        if (servable !== undefined && (!request.force || isNewer(servable, request.stale))) {
+          return { entry: servable, loaded: false };
+        }
         if (!waiting) this.#emit({ type: 'wait', key });
         waiting = true;
-        // Wait for the owner's notification, bounded; then re-read once.
-        const woken = await this.#waitForFill(watch, deadline);
-        const filled = this.#decoded(key, await this.#storeGetSafe(key));
-        if (
-          filled !== undefined &&
-          isServable(filled, this.#now()) &&
-          (!request.force || isNewer(filled, request.stale))
-        ) {
-          return { entry: filled, loaded: false };
+        const remainingMs = deadline - this.#now();
+        if (remainingMs <= 0) return await this.#onWaitTimeout(request, this.#now() - waitStartedAt);
+        // Wait for the owner's notification, at most one lease TTL: an owner that died sends none.
+        if (await watch.next(Math.min(remainingMs, policy.leaseTtlMs))) {
+          const filled = this.#decoded(key, await this.#storeGetSafe(key));
+          if (
+            filled !== undefined &&
+            isServable(filled, this.#now()) &&
+            (!request.force || isNewer(filled, request.stale))
+          ) {
+            return { entry: filled, loaded: false };
+          }
         }
-        if (!woken) return await this.#onWaitTimeout(request, this.#now() - waitStartedAt);
-        // Woken without a value: the owner failed or gave up. Try for the lease again.
+        // Try for the lease again: the owner failed, gave up, or died and its lease expired.
       }
     } finally {
       watch.close();
@@ -562,11 +560,6 @@ export class HerdEngine {
       Math.max(1, Math.floor(policy.leaseTtlMs / 3)),
     );
     return { stop: () => clearInterval(timer) };
-  }
-
-  async #waitForFill(watch: FillWatch, deadline: number): Promise<boolean> {
-    const remainingMs = deadline - this.#now();
-    return remainingMs > 0 && (await watch.next(remainingMs));
   }
 
   // --- helpers -------------------------------------------------------------------------------

@@ -11,7 +11,10 @@ export interface RedisStoreOptions {
   /** ioredis options for a connection herd-guard opens (merged over its safe defaults). */
   readonly redisOptions?: RedisOptions;
   /** Seed nodes of a Redis Cluster herd-guard connects to. */
-  readonly cluster?: { readonly nodes: ReadonlyArray<string | { host: string; port: number }>; readonly options?: ClusterOptions };
+  readonly cluster?: {
+    readonly nodes: ReadonlyArray<string | { host: string; port: number }>;
+    readonly options?: ClusterOptions;
+  };
   /** An existing client (yours to close). Fill notifications use a duplicate of it, which herd-guard closes. */
   readonly client?: Redis | Cluster;
   /** Prefix of every key, so several apps can share one Redis. Default `hg`. */

@@ -1,0 +1,57 @@
+import type { BreakerState } from '../herd-store.interface.js';
+
+/**
+ * Stops waiting on a store that keeps failing: after `threshold` consecutive failures it opens;
+ * after `cooldownMs` it lets one probe through (half-open); a success closes it.
+ */
+export class CircuitBreaker {
+  #state: BreakerState = 'closed';
+  #failures = 0;
+  #openedAt = 0;
+  /** True while the half-open probe is out; other calls keep failing fast until it returns. */
+  #probing = false;
+  #lastError: unknown;
+
+  constructor(
+    private readonly threshold: number,
+    private readonly cooldownMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  get state(): BreakerState {
+    return this.#state;
+  }
+
+  get lastError(): unknown {
+    return this.#lastError;
+  }
+
+  /** True when a command may be sent now. In half-open state, only the first caller gets true. */
+  allow(): boolean {
+    if (this.#state === 'closed') return true;
+    if (this.#state === 'open') {
+      if (this.now() - this.#openedAt < this.cooldownMs) return false;
+      this.#state = 'half-open';
+    }
+    if (this.#probing) return false;
+    this.#probing = true;
+    return true;
+  }
+
+  success(): void {
+    this.#state = 'closed';
+    this.#failures = 0;
+    this.#probing = false;
+    this.#lastError = undefined;
+  }
+
+  failure(error: unknown): void {
+    this.#lastError = error;
+    this.#failures += 1;
+    this.#probing = false;
+    if (this.#state === 'half-open' || this.#failures >= this.threshold) {
+      this.#state = 'open';
+      this.#openedAt = this.now();
+    }
+  }
+}

@@ -1,0 +1,39 @@
+import { createHash } from 'node:crypto';
+
+/** Keys longer than this, or with braces or characters outside printable ASCII, are hashed. */
+const MAX_PLAIN_KEY_LENGTH = 128;
+const PLAIN_KEY = /^[\x20-\x7a\x7c\x7e]*$/; // printable ASCII except '{' (0x7b) and '}' (0x7d)
+
+/** Where one cache key lives in Redis. Value, lease and fence share a hash slot (`{...}` tag). */
+export interface RedisKeyLayout {
+  readonly value: string;
+  readonly lease: string;
+  readonly fence: string;
+}
+
+/**
+ * Maps cache keys to Redis keys: `ns:{key}:v` (envelope), `ns:{key}:l` (lease), `ns:{key}:f`
+ * (fencing counter). Any string works: odd or long keys are replaced by a SHA-256 digest.
+ */
+export class RedisKeys {
+  readonly channel: string;
+
+  constructor(readonly namespace: string) {
+    this.channel = `${namespace}:fill`;
+  }
+
+  for(key: string): RedisKeyLayout {
+    const slot = slotTag(key);
+    const base = `${this.namespace}:{${slot}}`;
+    return { value: `${base}:v`, lease: `${base}:l`, fence: `${base}:f` };
+  }
+
+  tag(tag: string): string {
+    return `${this.namespace}:t:{${slotTag(tag)}}`;
+  }
+}
+
+function slotTag(key: string): string {
+  if (key.length <= MAX_PLAIN_KEY_LENGTH && PLAIN_KEY.test(key)) return key;
+  return `#${createHash('sha256').update(key).digest('base64url')}`;
+}

@@ -1,0 +1,414 @@
+import { randomBytes } from 'node:crypto';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { LRUCache } from 'lru-cache';
+import { parseDuration } from '../../core/duration.js';
+import { type Entry, decodeEntry, encodeEntry, markedStale } from '../../core/entry.js';
+import { ConfigurationError } from '../../errors/configuration.error.js';
+import { SerializationError } from '../../errors/serialization.error.js';
+import { StoreError } from '../../errors/store.error.js';
+import { FillSignals } from '../fill-signals.js';
+import {
+  CORRUPT_ENTRY,
+  type FillWatch,
+  type HerdStore,
+  type Lease,
+  type LeaseAttempt,
+  type SetOptions,
+  type StoreHealth,
+  type StoreRead,
+} from '../herd-store.interface.js';
+import { CircuitBreaker } from './circuit-breaker.js';
+import type { RedisStoreOptions } from './redis-store.options.js';
+import { RedisKeys } from './redis-keys.js';
+import { ACQUIRE_LEASE, EXTEND_LEASE, INDEX_TAG, MARK_STALE, RELEASE_LEASE, SET_AND_RELEASE } from './redis-scripts.js';
+
+/** The scripts registered on the client by `defineCommand`, typed locally (no global augmentation). */
+interface HerdGuardCommands {
+  herdGuardAcquire(
+    lease: string,
+    fence: string,
+    value: string,
+    token: string,
+    ttlMs: number,
+  ): Promise<[number, string | null, string | null]>;
+  herdGuardSetRelease(
+    value: string,
+    lease: string,
+    envelope: string,
+    pxMs: number,
+    createdAt: number,
+    token: string,
+    channel: string,
+    message: string,
+  ): Promise<number>;
+  herdGuardRelease(lease: string, token: string, channel: string, message: string): Promise<number>;
+  herdGuardExtend(lease: string, token: string, ttlMs: number): Promise<number>;
+  herdGuardMarkStale(value: string, nowMs: number): Promise<number>;
+  herdGuardIndexTag(tagSet: string, key: string, hardExpireAt: number, nowMs: number): Promise<number>;
+}
+
+type Client = (Redis | Cluster) & HerdGuardCommands;
+
+/** Safe defaults for connections herd-guard opens: fail fast instead of queueing while Redis is away. */
+const CONNECTION_DEFAULTS: RedisOptions = {
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 0,
+  connectTimeout: 2_000,
+  retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2_000),
+};
+
+const NAMESPACE_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/**
+ * The store for many processes: envelopes, leases and fill notifications in Redis (standalone or
+ * Cluster). While Redis is unreachable it answers from the envelopes it saw last (in process),
+ * fails fast behind a circuit breaker, and reports itself degraded; it recovers by itself.
+ */
+export class RedisStore implements HerdStore {
+  readonly name = 'redis';
+  readonly keys: RedisKeys;
+  readonly #client: Client;
+  readonly #subscriber: Redis | Cluster;
+  /** True when herd-guard opened `#client` (and so must close it). The subscriber is always ours. */
+  readonly #ownsClient: boolean;
+  readonly #signals = new FillSignals();
+  readonly #breaker: CircuitBreaker;
+  readonly #commandTimeoutMs: number;
+  /** Last envelope seen per key, served only while Redis cannot answer. */
+  readonly #fallback: LRUCache<string, Entry> | undefined;
+  /**
+   * GETs in flight, shared by concurrent readers of a key. An entry is dropped when a fill of the key
+   * is announced or written here, so a read that starts after a fill never joins an older GET.
+   */
+  readonly #reads = new Map<string, Promise<StoreRead>>();
+  #closed = false;
+  /** Settles when the first SUBSCRIBE is acknowledged (ioredis re-subscribes by itself after reconnects). */
+  readonly #subscribed: Promise<boolean>;
+
+  constructor(options: RedisStoreOptions = {}) {
+    validate(options);
+    const namespace = options.namespace ?? 'hg';
+    this.keys = new RedisKeys(namespace);
+    this.#commandTimeoutMs = parseDuration(options.commandTimeout ?? '500ms', 'redis.commandTimeout');
+    this.#breaker = new CircuitBreaker(
+      options.breakerThreshold ?? 5,
+      parseDuration(options.breakerCooldown ?? '2s', 'redis.breakerCooldown'),
+    );
+    const fallbackEntries = options.fallbackEntries ?? 1_000;
+    this.#fallback = fallbackEntries > 0 ? new LRUCache({ max: fallbackEntries }) : undefined;
+    this.#ownsClient = options.client === undefined;
+    this.#client = defineCommands(options.client ?? connect(options));
+    // A dedicated subscriber connection: it may queue its SUBSCRIBE until connected.
+    this.#subscriber = subscriberFor(this.#client);
+    this.#subscriber.on('error', () => undefined);
+    this.#subscriber.on('message', (channel: string, key: string) => {
+      if (channel === this.keys.channel) this.#onFill(key);
+    });
+    this.#subscribed = this.#subscriber.subscribe(this.keys.channel).then(
+      () => true,
+      () => false,
+    );
+    if (this.#ownsClient) this.#client.on('error', () => undefined);
+  }
+
+  /**
+   * Resolves when the command connection is ready and fill notifications are subscribed, or after
+   * `timeoutMs` with `false`. It never rejects: a store may start degraded and recover later.
+   */
+  async ready(timeoutMs = 2_000): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    const connected = new Promise<boolean>((resolve) => {
+      if (this.#client.status === 'ready') return resolve(true);
+      this.#client.once('ready', () => resolve(true));
+    });
+    try {
+      const both = Promise.all([connected, this.#subscribed]).then(
+        ([isConnected, isSubscribed]) => isConnected && isSubscribed,
+      );
+      return await Promise.race([both, timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  get(key: string): Promise<StoreRead> {
+    const inflight = this.#reads.get(key);
+    if (inflight !== undefined) return inflight;
+    const read = this.#command('get', key, () => this.#client.get(this.keys.for(key).value)).then(
+      (raw) => this.#decodeRead(key, raw),
+      (error: unknown) => this.#fallbackFor(key, error),
+    );
+    this.#reads.set(key, read);
+    const forget = (): void => {
+      if (this.#reads.get(key) === read) this.#reads.delete(key);
+    };
+    read.then(forget, forget);
+    return read;
+  }
+
+  async set(key: string, entry: Entry, options: SetOptions = {}): Promise<boolean> {
+    const envelope = this.#encode(key, entry);
+    const layout = this.keys.for(key);
+    // Remembered first, so a value loaded while Redis is down is still served from this process.
+    this.#remember(key, entry);
+    const pxMs = Math.max(1, Math.ceil(entry.hardExpireAt - Date.now()));
+    const written = await this.#command('set', key, () =>
+      this.#client.herdGuardSetRelease(
+        layout.value,
+        layout.lease,
+        envelope,
+        pxMs,
+        entry.createdAt,
+        options.lease?.token ?? '',
+        this.keys.channel,
+        key,
+      ),
+    );
+    this.#reads.delete(key);
+    this.#signals.notify(key);
+    if (entry.tags !== undefined && entry.tags.length > 0) await this.#index(key, entry);
+    return written === 1;
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.#command('delete', key, () => this.#client.del(this.keys.for(key).value));
+    this.#reads.delete(key);
+    this.#fallback?.delete(key);
+  }
+
+  async markStale(key: string, now: number): Promise<boolean> {
+    const marked = await this.#command('mark-stale', key, () =>
+      this.#client.herdGuardMarkStale(this.keys.for(key).value, Math.floor(now)),
+    );
+    this.#reads.delete(key);
+    const seen = this.#fallback?.get(key);
+    if (seen !== undefined) this.#fallback?.set(key, markedStale(seen, now));
+    return marked === 1;
+  }
+
+  async keysForTag(tag: string): Promise<string[]> {
+    return this.#command('keys-for-tag', undefined, () =>
+      this.#client.zrangebyscore(this.keys.tag(tag), Date.now(), '+inf'),
+    );
+  }
+
+  async acquireLease(key: string, ttlMs: number): Promise<LeaseAttempt> {
+    const layout = this.keys.for(key);
+    const token = randomBytes(16).toString('base64url');
+    const [granted, fence, raw] = await this.#command('acquire-lease', key, () =>
+      this.#client.herdGuardAcquire(layout.lease, layout.fence, layout.value, token, Math.ceil(ttlMs)),
+    );
+    const current = this.#decodeRead(key, raw);
+    if (granted !== 1) return { lease: undefined, current };
+    return { lease: { key, token, fence: Number(fence) }, current };
+  }
+
+  async extendLease(lease: Lease, ttlMs: number): Promise<boolean> {
+    const extended = await this.#command('extend-lease', lease.key, () =>
+      this.#client.herdGuardExtend(this.keys.for(lease.key).lease, lease.token, Math.ceil(ttlMs)),
+    );
+    return extended === 1;
+  }
+
+  async releaseLease(lease: Lease): Promise<void> {
+    await this.#command('release-lease', lease.key, () =>
+      this.#client.herdGuardRelease(this.keys.for(lease.key).lease, lease.token, this.keys.channel, lease.key),
+    );
+  }
+
+  watchFill(key: string): FillWatch {
+    return this.#signals.watch(key);
+  }
+
+  health(): StoreHealth {
+    if (this.#closed) return { status: 'down', breaker: this.#breaker.state, reason: 'closed' };
+    const breaker = this.#breaker.state;
+    if (breaker !== 'closed')
+      return { status: 'degraded', breaker, reason: describe(this.#breaker.lastError) ?? 'breaker open' };
+    if (this.#client.status !== 'ready')
+      return { status: 'degraded', breaker, reason: `connection ${this.#client.status}` };
+    return { status: 'up', breaker };
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#signals.notifyAll();
+    await Promise.all([
+      closeConnection(this.#subscriber),
+      this.#ownsClient ? closeConnection(this.#client) : Promise.resolve(),
+    ]);
+  }
+
+  /** Sends one command through the breaker, with a time limit; failures count towards opening it. */
+  async #command<T>(operation: string, key: string | undefined, send: () => Promise<T>): Promise<T> {
+    if (this.#closed) throw new StoreError(operation, 'the store is closed', { key });
+    if (!this.#breaker.allow())
+      throw new StoreError(operation, 'Redis is unavailable (circuit breaker open)', {
+        key,
+        cause: this.#breaker.lastError,
+      });
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new StoreError(operation, `no reply within ${this.#commandTimeoutMs} ms (redis.commandTimeout)`, { key }),
+          ),
+        this.#commandTimeoutMs,
+      );
+    });
+    try {
+      const result = await Promise.race([send(), timeout]);
+      this.#breaker.success();
+      return result;
+    } catch (error) {
+      // A reply error means Redis answered: it is alive, so it does not count towards the breaker.
+      if (isReplyError(error)) this.#breaker.success();
+      else this.#breaker.failure(error);
+      throw error instanceof StoreError
+        ? error
+        : new StoreError(operation, describe(error) ?? 'unknown error', { key, cause: error });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #decodeRead(key: string, raw: string | null): StoreRead {
+    if (raw === null) return undefined;
+    const entry = decodeEntry(raw);
+    if (entry === undefined) return CORRUPT_ENTRY;
+    this.#remember(key, entry);
+    return entry;
+  }
+
+  #remember(key: string, entry: Entry): void {
+    if (this.#fallback === undefined) return;
+    const seen = this.#fallback.get(key);
+    if (seen === undefined || seen.createdAt <= entry.createdAt) this.#fallback.set(key, entry);
+  }
+
+  /** Redis could not answer: the envelope seen last, if any, else the error. Foreign data reads as corrupt. */
+  #fallbackFor(key: string, error: unknown): StoreRead {
+    if (isWrongType(error)) return CORRUPT_ENTRY;
+    const seen = this.#fallback?.get(key);
+    if (seen !== undefined) return seen;
+    throw error;
+  }
+
+  #encode(key: string, entry: Entry): string {
+    try {
+      return encodeEntry(entry);
+    } catch (error) {
+      throw new SerializationError(key, error);
+    }
+  }
+
+  async #index(key: string, entry: Entry): Promise<void> {
+    const now = Date.now();
+    const expireAt = Math.ceil(entry.hardExpireAt);
+    await Promise.all(
+      (entry.tags ?? []).map((tag) =>
+        this.#command('index-tag', key, () => this.#client.herdGuardIndexTag(this.keys.tag(tag), key, expireAt, now)),
+      ),
+    );
+  }
+
+  #onFill(key: string): void {
+    this.#reads.delete(key);
+    this.#signals.notify(key);
+  }
+}
+
+function connect(options: RedisStoreOptions): Redis | Cluster {
+  if (options.cluster !== undefined) {
+    const nodes = options.cluster.nodes.map((node) =>
+      typeof node === 'string' ? node : { host: node.host, port: node.port },
+    );
+    return new Cluster(nodes, {
+      enableOfflineQueue: false,
+      clusterRetryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2_000),
+      ...options.cluster.options,
+      redisOptions: { ...CONNECTION_DEFAULTS, ...options.cluster.options?.redisOptions },
+    });
+  }
+  const settings = { ...CONNECTION_DEFAULTS, ...options.redisOptions };
+  return options.url === undefined ? new Redis(settings) : new Redis(options.url, settings);
+}
+
+function defineCommands(client: Redis | Cluster): Client {
+  client.defineCommand('herdGuardAcquire', { numberOfKeys: 3, lua: ACQUIRE_LEASE });
+  client.defineCommand('herdGuardSetRelease', { numberOfKeys: 2, lua: SET_AND_RELEASE });
+  client.defineCommand('herdGuardRelease', { numberOfKeys: 1, lua: RELEASE_LEASE });
+  client.defineCommand('herdGuardExtend', { numberOfKeys: 1, lua: EXTEND_LEASE });
+  client.defineCommand('herdGuardMarkStale', { numberOfKeys: 1, lua: MARK_STALE });
+  client.defineCommand('herdGuardIndexTag', { numberOfKeys: 1, lua: INDEX_TAG });
+  return client as Client;
+}
+
+/** A dedicated connection for SUBSCRIBE; unlike command connections it may queue until connected. */
+function subscriberFor(client: Redis | Cluster): Redis | Cluster {
+  if (client instanceof Cluster) return client.duplicate(undefined, { enableOfflineQueue: true });
+  return client.duplicate({ enableOfflineQueue: true });
+}
+
+async function closeConnection(connection: Redis | Cluster): Promise<void> {
+  if (connection.status === 'end') return;
+  try {
+    if (connection.status !== 'ready') throw new Error('not connected');
+    await Promise.race([connection.quit(), new Promise((_, reject) => setTimeout(reject, 1_000).unref())]);
+  } catch {
+    connection.disconnect();
+  }
+}
+
+function validate(options: RedisStoreOptions): void {
+  const sources = [options.url, options.client, options.cluster].filter((source) => source !== undefined);
+  if (sources.length > 1) throw new ConfigurationError('redis', 'give only one of url, client and cluster');
+  if (options.redisOptions !== undefined && (options.client !== undefined || options.cluster !== undefined)) {
+    throw new ConfigurationError(
+      'redis.redisOptions',
+      'applies only to a connection opened from url or options; configure your own client directly',
+    );
+  }
+  if (options.namespace !== undefined && !NAMESPACE_PATTERN.test(options.namespace)) {
+    throw new ConfigurationError(
+      'redis.namespace',
+      `use 1-64 characters from A-Z a-z 0-9 . _ : -, received ${JSON.stringify(options.namespace)}`,
+    );
+  }
+  if (options.url !== undefined && !/^rediss?:\/\//.test(options.url)) {
+    throw new ConfigurationError(
+      'redis.url',
+      `expected redis://host:port or rediss://host:port, received ${JSON.stringify(options.url)}`,
+    );
+  }
+  const threshold = options.breakerThreshold;
+  if (threshold !== undefined && (!Number.isInteger(threshold) || threshold < 1)) {
+    throw new ConfigurationError('redis.breakerThreshold', `expected a positive integer, received ${threshold}`);
+  }
+  const fallback = options.fallbackEntries;
+  if (fallback !== undefined && (!Number.isInteger(fallback) || fallback < 0)) {
+    throw new ConfigurationError('redis.fallbackEntries', `expected an integer >= 0, received ${fallback}`);
+  }
+  if (options.commandTimeout !== undefined && parseDuration(options.commandTimeout, 'redis.commandTimeout') <= 0) {
+    throw new ConfigurationError('redis.commandTimeout', 'must be greater than 0');
+  }
+}
+
+function isReplyError(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ReplyError';
+}
+
+function isWrongType(error: unknown): boolean {
+  const cause = error instanceof StoreError ? error.cause : error;
+  return isReplyError(cause) && (cause as Error).message.startsWith('WRONGTYPE');
+}
+
+function describe(error: unknown): string | undefined {
+  if (error === undefined) return undefined;
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,564 @@
+/**
+ * Throwaway redis-server processes for integration tests: each on its own free loopback port,
+ * with no persistence, a private temp dir, and a known pid so a test can kill, restart, freeze
+ * or thaw it. The machine's own Redis (127.0.0.1:6379) is never used.
+ *
+ * A missing redis-server makes the tests fail with an install hint; they never skip.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants as fsConstants, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { createConnection, createServer, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+
+const LOOPBACK = '127.0.0.1';
+/** The port of the machine's own Redis, which the tests must leave alone. */
+const MACHINE_REDIS_PORT = 6379;
+/** Redis Cluster opens its bus on the data port + 10000. */
+const CLUSTER_BUS_PORT_OFFSET = 10_000;
+const MAX_PORT = 65_535;
+const CLUSTER_NODE_COUNT = 3;
+const CLUSTER_NODE_TIMEOUT_MS = 2_000;
+
+const READY_TIMEOUT_MS = 10_000;
+const CLUSTER_READY_TIMEOUT_MS = 20_000;
+const STOP_TIMEOUT_MS = 5_000;
+const ADMIN_COMMAND_TIMEOUT_MS = 2_000;
+const POLL_INTERVAL_MS = 20;
+/** Attempts at a fresh port when another process takes the one we picked before redis binds it. */
+const START_ATTEMPTS = 5;
+const PORT_PICK_ATTEMPTS = 100;
+/** Only the tail of redis-server's log is kept, for error messages. */
+const OUTPUT_LIMIT_CHARS = 16_000;
+
+const INSTALL_HINT =
+  'The integration tests need a real Redis 7 (redis-server and redis-cli on PATH). Install it with ' +
+  '`sudo apt-get install redis-server` (Debian/Ubuntu), `brew install redis` (macOS) or ' +
+  '`sudo dnf install redis` (Fedora), then run the tests again.';
+
+/*
+ * Safety nets so that no redis-server outlives the test process. Written by `launch` and the
+ * child's exit handler; read by `stopAllRedisServers` and the process exit handler.
+ */
+const servers = new Set<RedisServer>();
+const clients = new Set<Redis | Cluster>();
+const livePids = new Set<number>();
+const tempDirs = new Set<string>();
+
+// Fires for plain Node scripts (bench/, sample/). Under Jest each test file gets a copy of
+// `process` whose 'exit' never fires, which is why every server also has a watchdog (see `launch`).
+process.on('exit', () => {
+  for (const pid of livePids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+export interface RedisServerOptions {
+  /** Extra redis-server config as command-line args, e.g. `['--notify-keyspace-events', 'KEA']`. */
+  readonly args?: readonly string[];
+  /**
+   * Start as a Redis Cluster node: adds `--cluster-enabled yes`, a `nodes.conf` in the temp dir
+   * and `--cluster-node-timeout 2000`, and picks a port whose bus port (+10000) is free too.
+   */
+  readonly cluster?: boolean;
+}
+
+export interface RedisNodeAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** Absolute path of `redis-server` on `searchPath`; throws an install hint when it is missing. */
+export function findRedisServer(searchPath: string = process.env.PATH ?? ''): string {
+  return findExecutable('redis-server', searchPath);
+}
+
+/** Absolute path of `redis-cli` on `searchPath` (needed to form a cluster); throws an install hint when missing. */
+export function findRedisCli(searchPath: string = process.env.PATH ?? ''): string {
+  return findExecutable('redis-cli', searchPath);
+}
+
+/** One redis-server child process on a fixed loopback port; survives kill/restart cycles on that port. */
+export class RedisServer {
+  readonly host = LOOPBACK;
+
+  /** Written by `launch` (start/restart) and by the child's exit handler. */
+  private current: RunningRedis | undefined;
+  /** Written by freeze/thaw and cleared when the process exits. */
+  private frozen = false;
+
+  private constructor(
+    private readonly binary: string,
+    readonly port: number,
+    /** The `--dir` of every process this server runs; kept across restarts (a cluster node keeps its nodes.conf). */
+    private readonly dir: string,
+    private readonly options: RedisServerOptions,
+  ) {}
+
+  /** Starts a redis-server on a free loopback port and resolves once it answers PING. */
+  static async start(options: RedisServerOptions = {}): Promise<RedisServer> {
+    const binary = findRedisServer();
+    let lastFailure: StartFailure | undefined;
+    for (let attempt = 0; attempt < START_ATTEMPTS; attempt++) {
+      const port = await pickFreePort(options.cluster ?? false);
+      const dir = mkdtempSync(join(tmpdir(), 'herd-guard-redis-'));
+      tempDirs.add(dir);
+      const server = new RedisServer(binary, port, dir, options);
+      try {
+        await server.launch();
+        return server;
+      } catch (error) {
+        servers.delete(server);
+        tempDirs.delete(dir);
+        await rm(dir, { recursive: true, force: true });
+        // Another process took the port between our probe and redis binding it: pick another.
+        if (!(error instanceof StartFailure) || !error.portTaken) throw error;
+        lastFailure = error;
+      }
+    }
+    throw new Error(`redis-server could not find a free port in ${START_ATTEMPTS} attempts`, { cause: lastFailure });
+  }
+
+  get url(): string {
+    return `redis://${this.host}:${this.port}`;
+  }
+
+  /** Pid of the running redis-server; throws when it is stopped. */
+  get pid(): number {
+    if (!this.current || this.current.exited) throw new Error(`redis-server on port ${this.port} is not running`);
+    return this.current.pid;
+  }
+
+  get running(): boolean {
+    return this.current !== undefined && !this.current.exited;
+  }
+
+  get isFrozen(): boolean {
+    return this.frozen;
+  }
+
+  /** Graceful shutdown (SIGTERM; nothing is saved), then waits for the process to exit. No-op when stopped. */
+  async stop(): Promise<void> {
+    const running = this.current;
+    if (!running || running.exited) return;
+    // A stopped (SIGSTOP) process would hold SIGTERM until it is continued.
+    if (this.frozen) this.thaw();
+    running.child.kill('SIGTERM');
+    if (!(await exitsWithin(running, STOP_TIMEOUT_MS))) {
+      running.child.kill('SIGKILL');
+      await running.exitedPromise;
+    }
+  }
+
+  /** SIGKILL, like a crash, then waits for the process to exit. No-op when stopped. */
+  async kill(): Promise<void> {
+    const running = this.current;
+    if (!running || running.exited) return;
+    running.child.kill('SIGKILL');
+    await running.exitedPromise;
+  }
+
+  /** Starts redis-server again on the same port (stopping it first if running) and waits until it answers. */
+  async restart(): Promise<void> {
+    await this.stop();
+    try {
+      await this.launch();
+    } catch (error) {
+      if (error instanceof StartFailure && error.portTaken) {
+        throw new Error(`cannot restart redis-server: port ${this.port} was taken by another process`, {
+          cause: error,
+        });
+      }
+      throw error;
+    }
+  }
+
+  /** SIGSTOP: the server keeps its connections but answers nothing until `thaw()`. */
+  freeze(): void {
+    process.kill(this.pid, 'SIGSTOP');
+    this.frozen = true;
+  }
+
+  /** SIGCONT: a frozen server answers again, queued commands included. */
+  thaw(): void {
+    process.kill(this.pid, 'SIGCONT');
+    this.frozen = false;
+  }
+
+  /** Freezes the server for `durationMs`, then thaws it (if it is still running). */
+  async pause(durationMs: number): Promise<void> {
+    this.freeze();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, durationMs));
+    } finally {
+      if (this.running && this.frozen) this.thaw();
+    }
+  }
+
+  /** A new ioredis client to this server; the caller closes it (`stopAllRedisServers` closes leftovers). */
+  client(options: RedisOptions = {}): Redis {
+    return track(new Redis({ ...options, host: this.host, port: this.port }));
+  }
+
+  /**
+   * `INFO commandstats` as command -> calls, e.g. `{ get: 12, evalsha: 3, 'config|get': 1 }`.
+   * Commands never called are absent. The helper's own calls show up as `info` and `config|resetstat`.
+   */
+  async commandStats(): Promise<Record<string, number>> {
+    const info = await sendCommand(this.port, ['INFO', 'commandstats']);
+    const stats: Record<string, number> = {};
+    for (const match of String(info).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+      stats[match[1]!] = Number(match[2]);
+    }
+    return stats;
+  }
+
+  /** CONFIG RESETSTAT: zeroes the counters `commandStats()` reads. */
+  async resetStats(): Promise<void> {
+    await sendCommand(this.port, ['CONFIG', 'RESETSTAT']);
+  }
+
+  private async launch(): Promise<void> {
+    servers.add(this);
+    tempDirs.add(this.dir);
+    mkdirSync(this.dir, { recursive: true }); // gone if stopAllRedisServers ran before a restart
+    const args = [
+      ...['--port', String(this.port), '--bind', LOOPBACK, '--daemonize', 'no'],
+      ...['--save', '', '--appendonly', 'no', '--dir', this.dir],
+      ...(this.options.cluster ? clusterArgs(this.dir) : []),
+      ...(this.options.args ?? []),
+    ];
+    const running = spawnRedis(this.binary, args, this.dir);
+    this.current = running;
+    void running.exitedPromise.then(() => {
+      if (this.current === running) this.frozen = false;
+    });
+    await waitUntilReady(running, this.port);
+  }
+}
+
+/** Three redis-server cluster masters (no replicas) sharing the 16384 slots. */
+export class RedisClusterFixture {
+  private constructor(readonly servers: readonly RedisServer[]) {}
+
+  /** Starts the nodes, joins them with `redis-cli --cluster create` and waits for `cluster_state:ok` on each. */
+  static async start(options: Pick<RedisServerOptions, 'args'> = {}): Promise<RedisClusterFixture> {
+    const cli = findRedisCli();
+    const started: RedisServer[] = [];
+    try {
+      // One at a time, so a node's ports are bound before the next one probes for free ports.
+      for (let i = 0; i < CLUSTER_NODE_COUNT; i++) {
+        started.push(await RedisServer.start({ ...options, cluster: true }));
+      }
+      await createCluster(cli, started);
+      await waitForClusterOk(started);
+    } catch (error) {
+      await Promise.all(started.map((server) => server.kill()));
+      throw error;
+    }
+    return new RedisClusterFixture(started);
+  }
+
+  /** Seed addresses for `new Cluster(fixture.nodes)`. */
+  get nodes(): RedisNodeAddress[] {
+    return this.servers.map((server) => ({ host: server.host, port: server.port }));
+  }
+
+  /** A new ioredis Cluster client; the caller closes it (`stopAllRedisServers` closes leftovers). */
+  client(options: ClusterOptions = {}): Cluster {
+    return track(new Cluster(this.nodes, options));
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.servers.map((server) => server.stop()));
+  }
+}
+
+/** Closes clients made by `client()`, kills every server this module started and removes their temp dirs. */
+export async function stopAllRedisServers(): Promise<void> {
+  // Clients first, so they do not start reconnect loops against the servers killed below.
+  for (const client of clients) client.disconnect();
+  clients.clear();
+  const all = [...servers];
+  servers.clear();
+  await Promise.all(all.map((server) => server.kill()));
+  const dirs = [...tempDirs];
+  tempDirs.clear();
+  await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes
+
+interface RunningRedis {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  readonly exitedPromise: Promise<void>;
+  /** Written once by the child's exit (or spawn error) handler. */
+  exited: boolean;
+  /** The tail of stdout + stderr; written by the stream handlers. */
+  output: string;
+}
+
+class StartFailure extends Error {
+  constructor(
+    message: string,
+    readonly portTaken: boolean,
+  ) {
+    super(message);
+  }
+}
+
+function spawnRedis(binary: string, args: readonly string[], dir: string): RunningRedis {
+  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let markExited!: () => void;
+  const running: RunningRedis = {
+    child,
+    pid: child.pid ?? -1,
+    exitedPromise: new Promise<void>((resolve) => (markExited = resolve)),
+    exited: false,
+    output: '',
+  };
+  const collect = (chunk: Buffer): void => {
+    running.output = (running.output + chunk.toString('utf8')).slice(-OUTPUT_LIMIT_CHARS);
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+
+  // If the test process dies without stopping the server (a crashed Jest worker, a forgotten
+  // stop), the watchdog's stdin reaches EOF and it kills redis and removes the temp dir.
+  const watchdog =
+    child.pid === undefined
+      ? undefined
+      : spawn(
+          'sh',
+          ['-c', 'read -r _; kill -9 "$1" 2>/dev/null; rm -rf "$2"', 'redis-watchdog', String(child.pid), dir],
+          {
+            stdio: ['pipe', 'ignore', 'ignore'],
+          },
+        );
+  watchdog?.on('error', () => undefined);
+  watchdog?.stdin?.on('error', () => undefined);
+
+  const onExit = (): void => {
+    if (running.exited) return;
+    running.exited = true;
+    livePids.delete(running.pid);
+    watchdog?.kill('SIGKILL');
+    markExited();
+  };
+  child.on('exit', onExit);
+  child.on('error', (error) => {
+    collect(Buffer.from(`spawn failed: ${error.message}\n`));
+    onExit();
+  });
+  if (child.pid !== undefined) livePids.add(child.pid);
+
+  // Neither a forgotten server nor its watchdog may keep the test process alive; the watchdog cleans up.
+  for (const handle of [child, watchdog, child.stdout, child.stderr, watchdog?.stdin]) {
+    (handle as Partial<Socket> | null | undefined)?.unref?.();
+  }
+  return running;
+}
+
+async function waitUntilReady(running: RunningRedis, port: number): Promise<void> {
+  const giveUpAt = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    if (running.exited) {
+      // Let the pipes deliver redis's last words (the reason it exited).
+      await Promise.race([new Promise((resolve) => running.child.once('close', resolve)), sleep(1_000)]);
+      throw new StartFailure(
+        `redis-server on port ${port} exited during startup:\n${running.output}`,
+        /Address already in use/i.test(running.output),
+      );
+    }
+    if (await answersPing(port)) return;
+    if (Date.now() > giveUpAt) {
+      running.child.kill('SIGKILL');
+      await running.exitedPromise;
+      throw new StartFailure(
+        `redis-server on port ${port} did not answer PING within ${READY_TIMEOUT_MS} ms:\n${running.output}`,
+        false,
+      );
+    }
+    await sleep(POLL_INTERVAL_MS);
+  }
+}
+
+function exitsWithin(running: RunningRedis, limitMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    running.exitedPromise.then(() => true),
+    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), limitMs))),
+  ]).finally(() => clearTimeout(timer));
+}
+
+function clusterArgs(dir: string): string[] {
+  return [
+    ...['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf')],
+    ...['--cluster-node-timeout', String(CLUSTER_NODE_TIMEOUT_MS)],
+  ];
+}
+
+function createCluster(cli: string, nodes: readonly RedisServer[]): Promise<void> {
+  const addresses = nodes.map((node) => `${node.host}:${node.port}`);
+  const args = ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes'];
+  return new Promise((resolve, reject) => {
+    execFile(cli, args, { timeout: CLUSTER_READY_TIMEOUT_MS }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`redis-cli ${args.join(' ')} failed:\n${stdout}${stderr}`, { cause: error }));
+      else resolve();
+    });
+  });
+}
+
+async function waitForClusterOk(nodes: readonly RedisServer[]): Promise<void> {
+  const giveUpAt = Date.now() + CLUSTER_READY_TIMEOUT_MS;
+  for (;;) {
+    const infos = await Promise.all(nodes.map((node) => sendCommand(node.port, ['CLUSTER', 'INFO']).catch(String)));
+    const ready = infos.every(
+      (info) =>
+        /^cluster_state:ok\r?$/m.test(String(info)) &&
+        new RegExp(`^cluster_known_nodes:${nodes.length}\\r?$`, 'm').test(String(info)),
+    );
+    if (ready) return;
+    if (Date.now() > giveUpAt) {
+      const last = infos.map(String).join('\n---\n');
+      throw new Error(`cluster did not reach cluster_state:ok within ${CLUSTER_READY_TIMEOUT_MS} ms:\n${last}`);
+    }
+    await sleep(POLL_INTERVAL_MS * 5);
+  }
+}
+
+function track<T extends Redis | Cluster>(client: T): T {
+  clients.add(client);
+  client.once('end', () => clients.delete(client));
+  return client;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ports and binaries
+
+function findExecutable(name: string, searchPath: string): string {
+  for (const dir of searchPath.split(delimiter)) {
+    if (!dir) continue;
+    const candidate = join(dir, name);
+    try {
+      accessSync(candidate, fsConstants.X_OK);
+      if (statSync(candidate).isFile()) return candidate;
+    } catch {
+      // not here
+    }
+  }
+  throw new Error(`${name} was not found on PATH. ${INSTALL_HINT}`);
+}
+
+/** A loopback port that was free a moment ago (and, for a cluster node, whose bus port is free too). */
+async function pickFreePort(needsBusPort: boolean): Promise<number> {
+  for (let attempt = 0; attempt < PORT_PICK_ATTEMPTS; attempt++) {
+    const port = await bindAndRelease(0);
+    if (port === undefined || port === MACHINE_REDIS_PORT) continue;
+    if (!needsBusPort) return port;
+    const busPort = port + CLUSTER_BUS_PORT_OFFSET;
+    if (busPort > MAX_PORT || busPort === MACHINE_REDIS_PORT + CLUSTER_BUS_PORT_OFFSET) continue;
+    if ((await bindAndRelease(busPort)) !== undefined) return port;
+  }
+  throw new Error(`no free loopback port found in ${PORT_PICK_ATTEMPTS} attempts`);
+}
+
+/** Binds `port` (0: any) on loopback and closes it; the bound port, or undefined if it was in use. */
+function bindAndRelease(port: number): Promise<number | undefined> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.unref();
+    probe.once('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EADDRINUSE' || error.code === 'EACCES') resolve(undefined);
+      else reject(error);
+    });
+    probe.listen({ host: LOOPBACK, port, exclusive: true }, () => {
+      const address = probe.address();
+      const bound = typeof address === 'object' && address !== null ? address.port : undefined;
+      probe.close(() => resolve(bound));
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// A minimal RESP client for the helper's own commands, so they add nothing (no HELLO, no
+// CLIENT SETINFO, no ready-check INFO) to the command stats the tests read.
+
+type Reply = string | number | null;
+
+async function answersPing(port: number): Promise<boolean> {
+  try {
+    return (await sendCommand(port, ['PING'], 500)) === 'PONG';
+  } catch {
+    return false;
+  }
+}
+
+function sendCommand(port: number, args: readonly string[], timeoutMs = ADMIN_COMMAND_TIMEOUT_MS): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const socket = createConnection({ host: LOOPBACK, port });
+    let received = Buffer.alloc(0);
+    let settled = false;
+    const finish = (error: Error | undefined, value: Reply = null): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      if (error) reject(error);
+      else resolve(value);
+    };
+    const timer = setTimeout(
+      () => finish(new Error(`${args.join(' ')} to ${LOOPBACK}:${port} got no reply within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    socket.once('connect', () => socket.write(encodeCommand(args)));
+    socket.on('data', (chunk) => {
+      received = Buffer.concat([received, chunk]);
+      const reply = parseReply(received);
+      if (reply) finish(reply.error, reply.value);
+    });
+    socket.once('error', (error) => finish(error));
+    socket.once('close', () => finish(new Error(`${LOOPBACK}:${port} closed the connection before replying`)));
+  });
+}
+
+function encodeCommand(args: readonly string[]): string {
+  return `*${args.length}\r\n${args.map((arg) => `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`).join('')}`;
+}
+
+/** Parses one non-array reply; undefined while incomplete. */
+function parseReply(buffer: Buffer): { value?: Reply; error?: Error } | undefined {
+  const headerEnd = buffer.indexOf('\r\n');
+  if (headerEnd < 0) return undefined;
+  const header = buffer.toString('utf8', 1, headerEnd);
+  switch (String.fromCharCode(buffer[0]!)) {
+    case '+':
+      return { value: header };
+    case '-':
+      return { error: new Error(header) };
+    case ':':
+      return { value: Number(header) };
+    case '$': {
+      const length = Number(header);
+      if (length < 0) return { value: null };
+      const start = headerEnd + 2;
+      if (buffer.length < start + length + 2) return undefined;
+      return { value: buffer.toString('utf8', start, start + length) };
+    }
+    default:
+      return { error: new Error(`unsupported RESP reply: ${buffer.toString('utf8', 0, headerEnd)}`) };
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,314 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { type Entry, HerdEngine, RedisStore, encodeEntry } from '../../lib/index.js';
+import { sleep, until } from '../helpers/deferred.js';
+import { type Pod, countedLoader, startPods, stopPods } from '../helpers/pods.js';
+import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
+
+const PODS = 8;
+const CALLERS = 250;
+
+let server: RedisServer;
+let pods: Pod[] = [];
+let run = 0;
+const namespace = (): string => `herd${(run += 1)}`;
+
+beforeAll(async () => {
+  server = await RedisServer.start();
+});
+
+afterEach(async () => {
+  await stopPods(pods);
+  pods = [];
+});
+
+afterAll(async () => {
+  await stopAllRedisServers();
+});
+
+/** Every caller of every pod asks for `key` at once. */
+function herd(key: string, loader: () => Promise<string>): Promise<Array<{ value: string; path: string }>> {
+  return Promise.all(pods.flatMap((pod) => Array.from({ length: CALLERS }, () => pod.engine.read(key, loader))));
+}
+
+async function settled(): Promise<void> {
+  await until(() =>
+    pods.every((pod) => pod.engine.activity().inflight === 0 && pod.engine.activity().pendingStoreOps === 0),
+  );
+}
+
+/**
+ * Commands clients sent to Redis while `action` ran, by name (lower-cased), seen with MONITOR.
+ * Commands run inside our Lua scripts are not counted: they cost no round trip.
+ */
+async function roundTrips(action: () => Promise<unknown>): Promise<Record<string, number>> {
+  const monitor = await server.client().monitor();
+  const counts: Record<string, number> = {};
+  monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    if (source === 'lua') return;
+    const name = String(args[0]).toLowerCase();
+    counts[name] = (counts[name] ?? 0) + 1;
+  });
+  try {
+    await action();
+    await sleep(50); // MONITOR lines arrive after the replies
+    return counts;
+  } finally {
+    monitor.disconnect();
+  }
+}
+
+describe('Redis store: one load for the whole cluster', () => {
+  it('calls the loader once for 8 pods x 250 callers on a cold key', async () => {
+    pods = await startPods({ count: PODS, url: server.url, namespace: namespace() });
+    const loader = countedLoader(() => 'cold-value', 100);
+    const results = await herd('cold', loader);
+    expect(loader.calls).toBe(1);
+    expect(results).toHaveLength(PODS * CALLERS);
+    expect(results.every((result) => result.value === 'cold-value')).toBe(true);
+  });
+
+  it('serves every caller the stale value after soft expiry and runs exactly one refresh across 8 pods', async () => {
+    pods = await startPods({
+      count: PODS,
+      url: server.url,
+      namespace: namespace(),
+      policy: { soft: '300ms', hard: '1h', jitter: 0 },
+    });
+    const loader = countedLoader((call) => `v${call}`, 100);
+    await pods[0]!.engine.getOrLoad('hot', loader);
+    await sleep(400);
+    const results = await herd('hot', loader);
+    expect(results.every((result) => result.value === 'v1' && result.path === 'stale')).toBe(true);
+    await settled();
+    expect(loader.calls).toBe(2);
+    await expect(pods[5]!.engine.getOrLoad('hot', loader)).resolves.toBe('v2');
+  });
+
+  it('after hard expiry loads once and wakes followers by notification, not by polling', async () => {
+    pods = await startPods({
+      count: PODS,
+      url: server.url,
+      namespace: namespace(),
+      policy: { soft: '100ms', hard: '200ms', jitter: 0 },
+    });
+    const loader = countedLoader((call) => `v${call}`, 100);
+    await pods[0]!.engine.getOrLoad('expiring', loader);
+    await sleep(300);
+    const stats = await roundTrips(async () => {
+      const results = await herd('expiring', loader);
+      expect(results.every((result) => result.value === 'v2')).toBe(true);
+    });
+    expect(loader.calls).toBe(2);
+    // Per pod: one shared GET before the load and at most one after the wake-up. A polling loop
+    // would issue a GET every few milliseconds during the 100 ms load.
+    expect(stats['get'] ?? 0).toBeLessThanOrEqual(2 * PODS);
+    expect(pods.reduce((sum, pod) => sum + pod.engine.stats().waits.started, 0)).toBe(PODS - 1);
+  });
+
+  it('counts the Redis round trips of a fresh hit, a stale hit and a load', async () => {
+    pods = await startPods({
+      count: 1,
+      url: server.url,
+      namespace: namespace(),
+      policy: { soft: '200ms', hard: '1h', jitter: 0 },
+    });
+    const engine = pods[0]!.engine;
+    const load = await roundTrips(() => engine.getOrLoad('rt', async () => 'v1'));
+    const fresh = await roundTrips(() => engine.getOrLoad('rt', async () => 'unused'));
+    await sleep(300);
+    const stale = await roundTrips(async () => {
+      const result = await engine.read('rt', async () => 'v2');
+      expect(result.path).toBe('stale');
+      await result.revalidated;
+      await settled();
+    });
+    // ioredis sends a script with EVAL on its first use on a connection, EVALSHA afterwards.
+    const scripts = (counts: Record<string, number>) => ({
+      get: counts['get'],
+      scripts: (counts['eval'] ?? 0) + (counts['evalsha'] ?? 0),
+      total: Object.values(counts).reduce((a, b) => a + b, 0),
+    });
+    // load: GET (miss) + the acquire-lease script + the set-release-notify script.
+    expect(scripts(load)).toEqual({ get: 1, scripts: 2, total: 3 });
+    expect(scripts(fresh)).toEqual({ get: 1, scripts: 0, total: 1 });
+    // stale hit: the caller's GET; in the background, acquire + set-release-notify.
+    expect(scripts(stale)).toEqual({ get: 1, scripts: 2, total: 3 });
+  });
+
+  it('lets 64 concurrent readers of one hot key share one GET', async () => {
+    pods = await startPods({ count: 1, url: server.url, namespace: namespace() });
+    const engine = pods[0]!.engine;
+    await engine.getOrLoad('shared', async () => 'v');
+    const stats = await roundTrips(() =>
+      Promise.all(Array.from({ length: 64 }, () => engine.getOrLoad('shared', async () => 'unused'))),
+    );
+    expect(stats['get']).toBe(1);
+  });
+});
+
+describe('Redis store: lease and write safety', () => {
+  it('does not let an owner whose lease expired release the lease another pod now holds', async () => {
+    const ns = namespace();
+    pods = await startPods({ count: 2, url: server.url, namespace: ns });
+    const [a, b] = pods.map((pod) => pod.store) as [RedisStore, RedisStore];
+    const { lease: expired } = await a.acquireLease('k', 50);
+    await sleep(100);
+    const { lease: current } = await b.acquireLease('k', 10_000);
+    expect(current).toBeDefined();
+    expect(current!.fence).toBeGreaterThan(expired!.fence);
+    await a.releaseLease(expired!);
+    await expect(a.extendLease(expired!, 10_000)).resolves.toBe(false);
+    await expect(a.acquireLease('k', 10_000)).resolves.toMatchObject({ lease: undefined });
+    const raw = server.client();
+    try {
+      await expect(raw.get(b.keys.for('k').lease)).resolves.toBe(current!.token);
+    } finally {
+      raw.disconnect();
+    }
+    // The expired owner's late write does not release the new owner's lease.
+    const now = Date.now();
+    await a.set(
+      'k',
+      { value: 'late', createdAt: now, softExpireAt: now + 1_000, hardExpireAt: now + 2_000, loadMs: 1 },
+      { lease: expired! },
+    );
+    await expect(a.acquireLease('k', 10_000)).resolves.toMatchObject({ lease: undefined });
+  });
+
+  it('never overwrites a newer value with an older one', async () => {
+    pods = await startPods({ count: 2, url: server.url, namespace: namespace() });
+    const [a, b] = pods.map((pod) => pod.store) as [RedisStore, RedisStore];
+    const now = Date.now();
+    const newer: Entry = {
+      value: 'newer',
+      createdAt: now,
+      softExpireAt: now + 60_000,
+      hardExpireAt: now + 120_000,
+      loadMs: 1,
+    };
+    const older: Entry = { ...newer, value: 'older', createdAt: now - 5_000 };
+    await expect(a.set('k', newer)).resolves.toBe(true);
+    await expect(b.set('k', older)).resolves.toBe(false);
+    await expect(b.get('k')).resolves.toMatchObject({ value: 'newer' });
+  });
+
+  it('treats corrupt or foreign data at a value key as a counted miss, reloads it and does not crash', async () => {
+    pods = await startPods({ count: 1, url: server.url, namespace: namespace() });
+    const { engine, store } = pods[0]!;
+    const raw = server.client();
+    try {
+      await raw.set(store.keys.for('garbage').value, '{"not":"an envelope"');
+      await raw.hset(store.keys.for('a-hash').value, 'field', 'value');
+      await raw.set(
+        store.keys.for('old-format').value,
+        encodeEntry({ value: 1, createdAt: 1, softExpireAt: 2, hardExpireAt: 3, loadMs: 0 }).replace('"v":1', '"v":0'),
+      );
+      for (const key of ['garbage', 'a-hash', 'old-format']) {
+        await expect(engine.read(key, async () => `reloaded ${key}`)).resolves.toMatchObject({
+          value: `reloaded ${key}`,
+          path: 'miss',
+        });
+        await expect(engine.read(key, async () => 'unused')).resolves.toMatchObject({
+          value: `reloaded ${key}`,
+          path: 'fresh',
+        });
+      }
+      expect(engine.stats().corruptEntries).toBeGreaterThanOrEqual(3);
+      expect(store.health().status).toBe('up');
+    } finally {
+      raw.disconnect();
+    }
+  });
+
+  it('round-trips keys with spaces, unicode, braces, newlines and 10 kB length between pods', async () => {
+    pods = await startPods({ count: 2, url: server.url, namespace: namespace() });
+    const keys = [
+      'with spaces',
+      'ünïcødé 🦄 キー',
+      '{braces}and}more{',
+      'line\nbreak\r\n',
+      'x'.repeat(10_240),
+      'tab\tand\u0000nul',
+    ];
+    for (const key of keys) {
+      await pods[0]!.engine.getOrLoad(key, async () => `value of ${key.length}`);
+      await expect(pods[1]!.engine.read(key, async () => 'wrong')).resolves.toMatchObject({
+        value: `value of ${key.length}`,
+        path: 'fresh',
+      });
+    }
+    const distinct = new Set(keys.map((key) => pods[0]!.store.keys.for(key).value));
+    expect(distinct.size).toBe(keys.length);
+  });
+
+  it('fails fast with a typed error when a value cannot be serialised, and writes nothing', async () => {
+    pods = await startPods({ count: 1, url: server.url, namespace: namespace() });
+    await expect(pods[0]!.engine.getOrLoad('bigint', async () => ({ n: 10n }))).rejects.toMatchObject({
+      code: 'HERD_GUARD_SERIALIZATION',
+      key: 'bigint',
+    });
+    await expect(pods[0]!.store.get('bigint')).resolves.toBeUndefined();
+    await expect(pods[0]!.store.acquireLease('bigint', 1_000).then((attempt) => attempt.lease)).resolves.toBeDefined();
+  });
+
+  it('closes every connection it opened, and none it was given', async () => {
+    const probe = server.client();
+    const given = server.client();
+    try {
+      await given.ping();
+      const connections = async (): Promise<number> =>
+        String(await probe.call('CLIENT', 'LIST'))
+          .trim()
+          .split('\n').length;
+      const before = await connections();
+      const owned = new RedisStore({ url: server.url, namespace: namespace() });
+      const borrowed = new RedisStore({ client: given, namespace: namespace() });
+      await Promise.all([owned.ready(), borrowed.ready()]);
+      expect(await connections()).toBe(before + 3);
+      await Promise.all([owned.close(), borrowed.close()]);
+      await until(() => false, 0).catch(() => undefined);
+      expect(await connections()).toBe(before);
+      await expect(given.ping()).resolves.toBe('PONG');
+    } finally {
+      probe.disconnect();
+      given.disconnect();
+    }
+  });
+});
+
+describe('engine on Redis: wait timeout', () => {
+  it('gives a follower UpstreamUnavailableError when the owner holds the lease past waitTimeout', async () => {
+    pods = await startPods({
+      count: 2,
+      url: server.url,
+      namespace: namespace(),
+      policy: { waitTimeout: '150ms', leaseTtl: '10s' },
+    });
+    let release!: () => void;
+    const owner = pods[0]!.engine.getOrLoad(
+      'slow',
+      () => new Promise<string>((resolve) => (release = () => resolve('late'))),
+    );
+    await until(() => pods[0]!.engine.activity().loaders === 1);
+    await expect(pods[1]!.engine.getOrLoad('slow', async () => 'unused')).rejects.toMatchObject({
+      code: 'HERD_GUARD_UPSTREAM_UNAVAILABLE',
+    });
+    release();
+    await expect(owner).resolves.toBe('late');
+  });
+
+  it('works with a client the user passes in', async () => {
+    const client = server.client();
+    try {
+      const store = new RedisStore({ client, namespace: namespace() });
+      await store.ready();
+      const engine = new HerdEngine({ store });
+      await expect(engine.getOrLoad('k', async () => 'v')).resolves.toBe('v');
+      await engine.close();
+      await store.close();
+      await expect(client.ping()).resolves.toBe('PONG');
+    } finally {
+      client.disconnect();
+    }
+  });
+});
