@@ -18,6 +18,8 @@ export { ENTRY_FORMAT_VERSION, decodeEntry, encodeEntry } from './core/entry.js'
 export type { Entry } from './core/entry.js';
 export type { HerdEvent, HerdEventListener, HerdEventType, ReadPath } from './core/events.js';
 export type { StatsSnapshot } from './core/stats.js';
+export { HotKeys } from './core/hot-keys.js';
+export type { HotKey } from './core/hot-keys.js';
 
 // Stores
 export { CORRUPT_ENTRY } from './stores/herd-store.interface.js';
@@ -39,6 +41,11 @@ export { RedisStore } from './stores/redis/redis.store.js';
 export type { RedisStoreOptions } from './stores/redis/redis-store.options.js';
 export { RedisKeys } from './stores/redis/redis-keys.js';
 export type { RedisKeyLayout } from './stores/redis/redis-keys.js';
+
+// Observability
+export { PrometheusMetrics } from './metrics/prometheus-metrics.js';
+export type { PrometheusMetricsOptions } from './metrics/prometheus-metrics.js';
+export { EventLogger } from './logging/event-logger.js';
 
 // Errors
 export * from './errors/index.js';

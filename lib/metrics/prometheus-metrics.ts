@@ -1,0 +1,202 @@
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { HerdEvent } from '../core/events.js';
+import type { HerdEngine } from '../core/herd-engine.js';
+import { ConfigurationError } from '../errors/configuration.error.js';
+
+export interface PrometheusMetricsOptions {
+  /** Where to register. Default: prom-client's default registry. Pass your app's registry to share it. */
+  readonly registry?: Registry;
+  /** Prefix of every metric name. Default `herd_guard_`. */
+  readonly prefix?: string;
+  /** Value of the `cache` label, to tell several caches of one app apart. Default `default`. */
+  readonly cacheName?: string;
+  /** Histogram buckets in seconds for loader and request durations. */
+  readonly buckets?: readonly number[];
+}
+
+const DEFAULT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const PREFIX_PATTERN = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
+const BREAKER_VALUE = { closed: 0, 'half-open': 1, open: 2 } as const;
+
+type PromClient = typeof import('prom-client');
+
+/** The engines a shared gauge reports on, per gauge (several caches may share one registry). */
+const gaugeSources = new WeakMap<object, Map<string, HerdEngine>>();
+
+/**
+ * Exports an engine's events as Prometheus metrics with prom-client (an optional peer dependency,
+ * loaded only when metrics are created). Labels have bounded values: cache keys never become labels;
+ * the hottest keys are in {@link HerdGuardService.metrics} instead.
+ */
+export class PrometheusMetrics {
+  readonly registry: Registry;
+  readonly #unsubscribe: () => void;
+  readonly #cacheName: string;
+  readonly #gauges: Gauge[];
+
+  private constructor(client: PromClient, engine: HerdEngine, options: PrometheusMetricsOptions) {
+    const prefix = options.prefix ?? 'herd_guard_';
+    if (!PREFIX_PATTERN.test(prefix))
+      throw new ConfigurationError('metrics.prefix', `"${prefix}" is not a valid Prometheus metric name prefix`);
+    this.registry = options.registry ?? client.register;
+    const cache = (this.#cacheName = options.cacheName ?? 'default');
+    const buckets = [...(options.buckets ?? DEFAULT_BUCKETS)];
+    const registers = [this.registry];
+    const counter = <L extends string>(name: string, help: string, labelNames: L[]): Counter<L | 'cache'> =>
+      this.#metric(
+        `${prefix}${name}`,
+        () => new client.Counter({ name: `${prefix}${name}`, help, labelNames: ['cache', ...labelNames], registers }),
+      );
+    const histogram = <L extends string>(name: string, help: string, labelNames: L[]): Histogram<L | 'cache'> =>
+      this.#metric(
+        `${prefix}${name}`,
+        () =>
+          new client.Histogram({
+            name: `${prefix}${name}`,
+            help,
+            labelNames: ['cache', ...labelNames],
+            buckets,
+            registers,
+          }),
+      );
+    const gauge = (name: string, help: string, read: (engine: HerdEngine) => number): Gauge<'cache'> =>
+      this.#metric(`${prefix}${name}`, () => {
+        const created = new client.Gauge({
+          name: `${prefix}${name}`,
+          help,
+          labelNames: ['cache'],
+          registers,
+          collect() {
+            for (const [cacheName, source] of gaugeSources.get(created) ?? [])
+              created.set({ cache: cacheName }, read(source));
+          },
+        });
+        return created;
+      });
+
+    const requests = counter(
+      'requests_total',
+      'Reads by result: fresh, stale, miss, or negative (a cached "not found").',
+      ['result'],
+    );
+    const requestSeconds = histogram('request_duration_seconds', 'Read latency by path (fresh, stale, miss).', [
+      'path',
+    ]);
+    const coalesced = counter('coalesced_total', 'Callers that joined a load already running in this process.', []);
+    const loads = counter('loads_total', 'Loader runs by result (ok, error) and trigger (miss, refresh).', [
+      'result',
+      'trigger',
+    ]);
+    const loaderErrors = counter('loader_errors_total', 'Loader runs that threw, were rejected or timed out.', [
+      'trigger',
+    ]);
+    const loaderSeconds = histogram('loader_duration_seconds', 'Loader duration, for p50/p95/p99.', ['result']);
+    const staleOnError = counter(
+      'stale_served_on_error_total',
+      'Stale values served because loading failed, timed out or Redis was down.',
+      ['reason'],
+    );
+    const leases = counter('lease_total', 'Fill leases by result: acquired, contended, expired (lost while loading).', [
+      'result',
+    ]);
+    const waits = counter(
+      'follower_waits_total',
+      'Callers that waited for another process to fill a key, by result (started, timeout).',
+      ['result'],
+    );
+    const backoffs = counter('backoffs_total', 'Refresh backoffs started after a loader failure.', []);
+    const corrupt = counter('corrupt_entries_total', 'Stored entries that could not be decoded (read as misses).', []);
+    const storeErrors = counter('store_errors_total', 'Store commands that failed, by operation.', ['operation']);
+    this.#gauges = [
+      gauge('inflight_keys', 'Keys with a load in progress in this process.', (engine) => engine.activity().inflight),
+      gauge(
+        'store_degraded',
+        '1 while the store is degraded (Redis unreachable or breaker not closed), else 0.',
+        (engine) => (engine.store.health().status === 'up' ? 0 : 1),
+      ),
+      gauge(
+        'breaker_state',
+        'Store circuit breaker: 0 closed, 1 half-open, 2 open.',
+        (engine) => BREAKER_VALUE[engine.store.health().breaker],
+      ),
+    ];
+    for (const shared of this.#gauges) {
+      let sources = gaugeSources.get(shared);
+      if (sources === undefined) gaugeSources.set(shared, (sources = new Map()));
+      sources.set(cache, engine);
+    }
+
+    this.#unsubscribe = engine.onEvent((event: HerdEvent) => {
+      switch (event.type) {
+        case 'read':
+          requests.inc({ cache, result: event.negative && event.path !== 'miss' ? 'negative' : event.path });
+          requestSeconds.observe({ cache, path: event.path }, event.durationMs / 1_000);
+          break;
+        case 'coalesced':
+          coalesced.inc({ cache });
+          break;
+        case 'load-ok':
+          loads.inc({ cache, result: 'ok', trigger: event.background ? 'refresh' : 'miss' });
+          loaderSeconds.observe({ cache, result: 'ok' }, event.durationMs / 1_000);
+          break;
+        case 'load-failed':
+          loads.inc({ cache, result: 'error', trigger: event.background ? 'refresh' : 'miss' });
+          loaderErrors.inc({ cache, trigger: event.background ? 'refresh' : 'miss' });
+          loaderSeconds.observe({ cache, result: 'error' }, event.durationMs / 1_000);
+          break;
+        case 'stale-on-error':
+          staleOnError.inc({ cache, reason: event.reason });
+          break;
+        case 'lease-acquired':
+          leases.inc({ cache, result: 'acquired' });
+          break;
+        case 'lease-contended':
+          leases.inc({ cache, result: 'contended' });
+          break;
+        case 'lease-lost':
+          leases.inc({ cache, result: 'expired' });
+          break;
+        case 'wait':
+          waits.inc({ cache, result: 'started' });
+          break;
+        case 'wait-timeout':
+          waits.inc({ cache, result: 'timeout' });
+          break;
+        case 'backoff':
+          backoffs.inc({ cache });
+          break;
+        case 'corrupt-entry':
+          corrupt.inc({ cache });
+          break;
+        case 'store-error':
+          storeErrors.inc({ cache, operation: event.operation });
+          break;
+      }
+    });
+  }
+
+  /** Registers herd-guard's metrics for `engine` (loading prom-client on first use). */
+  static async create(engine: HerdEngine, options: PrometheusMetricsOptions = {}): Promise<PrometheusMetrics> {
+    let client: PromClient;
+    try {
+      client = await import('prom-client');
+    } catch (error) {
+      throw new ConfigurationError(
+        'metrics',
+        `prom-client is not installed (npm install prom-client): ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+    return new PrometheusMetrics(client, engine, options);
+  }
+
+  /** Stops recording this engine's events and removes it from the shared gauges. Metrics stay registered. */
+  close(): void {
+    this.#unsubscribe();
+    for (const shared of this.#gauges) gaugeSources.get(shared)?.delete(this.#cacheName);
+  }
+
+  /** A metric already in the registry (from another cache of this app) is shared, not registered twice. */
+  #metric<M>(name: string, create: () => M): M {
+    return (this.registry.getSingleMetric(name) as M | undefined) ?? create();
+  }
+}

@@ -1,0 +1,65 @@
+import { describe, expect, it } from '@jest/globals';
+import { Registry } from 'prom-client';
+import { HerdEngine, PrometheusMetrics } from '../../../lib/index.js';
+
+function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
+  const wanted = Object.entries(labels).map(([label, value]) => `${label}="${value}"`);
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`)) continue;
+    const labelPart = line.slice(name.length + 1, line.indexOf('}'));
+    const present = labelPart.split(',');
+    if (wanted.every((pair) => present.includes(pair))) return Number(line.slice(line.indexOf('}') + 2));
+  }
+  return undefined;
+}
+
+describe('PrometheusMetrics', () => {
+  it('counts reads by result, loads, coalesced callers and loader durations in the given registry', async () => {
+    const registry = new Registry();
+    const engine = new HerdEngine({ policy: { negativeTtl: '1m' } });
+    const metrics = await PrometheusMetrics.create(engine, { registry });
+    await Promise.all(Array.from({ length: 5 }, () => engine.getOrLoad('k', async () => 'v')));
+    await engine.getOrLoad('k', async () => 'v');
+    await engine.getOrLoad('missing', async () => null);
+    await engine.getOrLoad('missing', async () => null);
+    await engine.getOrLoad('broken', async () => Promise.reject(new Error('x'))).catch(() => undefined);
+    const text = await registry.metrics();
+    expect(sample(text, 'herd_guard_requests_total', { cache: 'default', result: 'miss' })).toBe(6);
+    expect(sample(text, 'herd_guard_requests_total', { cache: 'default', result: 'fresh' })).toBe(1);
+    expect(sample(text, 'herd_guard_requests_total', { cache: 'default', result: 'negative' })).toBe(1);
+    expect(sample(text, 'herd_guard_coalesced_total', { cache: 'default' })).toBe(4);
+    expect(sample(text, 'herd_guard_loads_total', { result: 'ok', trigger: 'miss' })).toBe(2);
+    expect(sample(text, 'herd_guard_loader_errors_total', { trigger: 'miss' })).toBe(1);
+    expect(sample(text, 'herd_guard_loader_duration_seconds_count', { result: 'ok' })).toBe(2);
+    expect(sample(text, 'herd_guard_lease_total', { result: 'acquired' })).toBe(3);
+    expect(sample(text, 'herd_guard_inflight_keys', { cache: 'default' })).toBe(0);
+    expect(sample(text, 'herd_guard_store_degraded', { cache: 'default' })).toBe(0);
+    expect(text).not.toContain('missing');
+    metrics.close();
+  });
+
+  it('lets two caches share one registry, told apart by the cache label', async () => {
+    const registry = new Registry();
+    const first = new HerdEngine();
+    const second = new HerdEngine();
+    const a = await PrometheusMetrics.create(first, { registry, cacheName: 'products' });
+    const b = await PrometheusMetrics.create(second, { registry, cacheName: 'users' });
+    await first.getOrLoad('k', async () => 1);
+    await second.getOrLoad('k', async () => 1);
+    await second.getOrLoad('k', async () => 1);
+    const text = await registry.metrics();
+    expect(sample(text, 'herd_guard_requests_total', { cache: 'products', result: 'miss' })).toBe(1);
+    expect(sample(text, 'herd_guard_requests_total', { cache: 'users', result: 'fresh' })).toBe(1);
+    expect(sample(text, 'herd_guard_inflight_keys', { cache: 'users' })).toBe(0);
+    a.close();
+    b.close();
+  });
+
+  it('rejects a prefix Prometheus would not accept', async () => {
+    await expect(
+      PrometheusMetrics.create(new HerdEngine(), { registry: new Registry(), prefix: 'bad-prefix' }),
+    ).rejects.toMatchObject({
+      field: 'metrics.prefix',
+    });
+  });
+});
