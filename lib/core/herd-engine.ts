@@ -126,11 +126,12 @@ export class HerdEngine {
   readonly #random: () => number;
   readonly #stats = new EngineStats();
   readonly #listeners: HerdEventListener[] = [];
-  /** Aborted by `close()`: running loaders see their signal fire. */
+  /** Aborted by `close()`; only its state is read (`closed`). */
   readonly #shutdown = new AbortController();
   /** Store writes started without awaiting them (lease release/hold); `close()` waits for them. */
   readonly #pendingOps = new Set<Promise<unknown>>();
-  #runningLoaders = 0;
+  /** One per running loader; `close()` aborts them. Added and removed by `#runLoader` only. */
+  readonly #loaders = new Map<AbortController, string>();
 
   constructor(options: HerdEngineOptions = {}) {
     this.store = options.store ?? new MemoryStore();
@@ -273,14 +274,17 @@ export class HerdEngine {
     return {
       inflight: this.#flights.size,
       armedWaits: this.#flights.armedWaits,
-      loaders: this.#runningLoaders,
+      loaders: this.#loaders.size,
       pendingStoreOps: this.#pendingOps.size,
     };
   }
 
   /** Aborts running loaders, waits for pending lease releases, refuses new reads. Does not close the store. */
   async close(): Promise<void> {
-    if (!this.closed) this.#shutdown.abort(new ClosedError());
+    if (!this.closed) {
+      this.#shutdown.abort(new ClosedError());
+      for (const [loader, key] of this.#loaders) loader.abort(new ClosedError(key));
+    }
     await Promise.allSettled([...this.#pendingOps]);
   }
 
@@ -501,14 +505,12 @@ export class HerdEngine {
   #runLoader<T>(request: FillRequest<T>, lease: Lease | undefined): Promise<T> {
     const { key, loader, policy, stale } = request;
     const controller = new AbortController();
-    const onShutdown = (): void => controller.abort(new ClosedError(key));
-    this.#shutdown.signal.addEventListener('abort', onShutdown, { once: true });
+    this.#loaders.set(controller, key);
     const timeoutMs = policy.loaderHardTimeoutMs;
     const timer =
       timeoutMs === undefined
         ? undefined
         : setTimeout(() => controller.abort(new LoaderTimeoutError(key, timeoutMs)), timeoutMs);
-    this.#runningLoaders += 1;
     const context: LoadContext<T> = {
       key,
       signal: controller.signal,
@@ -521,8 +523,7 @@ export class HerdEngine {
     // A loader that ignores its signal is abandoned, not awaited.
     return Promise.race([Promise.resolve().then(() => loader(context)), aborted]).finally(() => {
       if (timer !== undefined) clearTimeout(timer);
-      this.#shutdown.signal.removeEventListener('abort', onShutdown);
-      this.#runningLoaders -= 1;
+      this.#loaders.delete(controller);
     });
   }
 
