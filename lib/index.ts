@@ -49,3 +49,35 @@ export { EventLogger } from './logging/event-logger.js';
 
 // Errors
 export * from './errors/index.js';
+
+// NestJS
+export { HerdGuardModule } from './herd-guard.module.js';
+export { HERD_GUARD_MODULE_OPTIONS } from './herd-guard.module-definition.js';
+export type {
+  HerdGuardModuleAsyncOptions,
+  HerdGuardModuleForRootOptions,
+  HerdGuardOptionsFactory,
+} from './herd-guard.module-definition.js';
+export { HerdGuardService } from './herd-guard.service.js';
+export type { WriteOptions } from './herd-guard.service.js';
+export { HERD_GUARD_ENGINE } from './herd-guard.constants.js';
+export { Cached } from './decorators/cached.decorator.js';
+export { CachedRoute } from './decorators/cached-route.decorator.js';
+export { SkipCache } from './decorators/skip-cache.decorator.js';
+export { HerdGuardInterceptor } from './interceptors/herd-guard.interceptor.js';
+export { cacheHeaders } from './interceptors/cache-headers.js';
+export type { CacheHeaders } from './interceptors/cache-headers.js';
+export type { RouteConfig } from './interceptors/route-config.js';
+export { methodCacheKey } from './keys/method-key.js';
+export { routeCacheKey } from './keys/route-key.js';
+export type { RouteKeyParts } from './keys/route-key.js';
+export { stableSerialize } from './keys/stable-serialize.js';
+export { KeySerializationError } from './errors/key-serialization.error.js';
+export type { CachedOptions } from './interfaces/cached-options.interface.js';
+export type { CachedRouteOptions } from './interfaces/cached-route-options.interface.js';
+export type {
+  HerdGuardModuleExtras,
+  HerdGuardModuleOptions,
+} from './interfaces/herd-guard-module-options.interface.js';
+export type { HerdLoader } from './interfaces/herd-loader.interface.js';
+export type { WarmEntry, WarmOptions, WarmReport } from './interfaces/warm.interface.js';

@@ -1,3 +1,4 @@
+import type * as PromClientModule from 'prom-client';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { HerdEvent } from '../core/events.js';
 import type { HerdEngine } from '../core/herd-engine.js';
@@ -18,7 +19,7 @@ const DEFAULT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
 const PREFIX_PATTERN = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 const BREAKER_VALUE = { closed: 0, 'half-open': 1, open: 2 } as const;
 
-type PromClient = typeof import('prom-client');
+type PromClient = typeof PromClientModule;
 
 /** The engines a shared gauge reports on, per gauge (several caches may share one registry). */
 const gaugeSources = new WeakMap<object, Map<string, HerdEngine>>();

@@ -15,7 +15,8 @@ export interface ChildPodConfig {
   readonly leaseTtlMs: number;
 }
 
-export type ChildMessage = { event: 'ready' } | { event: 'loading' } | { event: 'done'; values: string[]; errors: number };
+export type ChildMessage =
+  { event: 'ready' } | { event: 'loading' } | { event: 'done'; values: string[]; errors: number };
 
 /** A pod in its own OS process (test/fixtures/herd-child.ts, compiled by the global setup). */
 export class ChildPod {
@@ -25,7 +26,9 @@ export class ChildPod {
   readonly exited: Promise<number | null>;
 
   constructor(config: ChildPodConfig) {
-    this.#process = spawn(process.execPath, [CHILD_SCRIPT, JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'inherit'] });
+    this.#process = spawn(process.execPath, [CHILD_SCRIPT, JSON.stringify(config)], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
     createInterface({ input: this.#process.stdout! }).on('line', (line) => {
       this.#messages.push(JSON.parse(line) as ChildMessage);
       for (const wake of this.#waiters.splice(0)) wake();
@@ -38,7 +41,10 @@ export class ChildPod {
   }
 
   /** Resolves with the first message of this kind (already received or still to come). */
-  async next<E extends ChildMessage['event']>(event: E, timeoutMs = 20_000): Promise<Extract<ChildMessage, { event: E }>> {
+  async next<E extends ChildMessage['event']>(
+    event: E,
+    timeoutMs = 20_000,
+  ): Promise<Extract<ChildMessage, { event: E }>> {
     const giveUpAt = Date.now() + timeoutMs;
     for (;;) {
       const found = this.#messages.find((message) => message.event === event);

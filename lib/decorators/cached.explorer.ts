@@ -1,0 +1,166 @@
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import { Observable, defer } from 'rxjs';
+import { type CachePolicy, resolvePolicy } from '../core/policy.js';
+import { ConfigurationError } from '../errors/configuration.error.js';
+import { LoaderFailedError } from '../errors/loader-failed.error.js';
+import { HERD_GUARD_CACHED, HERD_GUARD_RESOURCES, HERD_GUARD_ROUTE } from '../herd-guard.constants.js';
+import type { HerdGuardResources } from '../herd-guard.resources.js';
+import { HerdGuardService } from '../herd-guard.service.js';
+import type { CachedOptions } from '../interfaces/cached-options.interface.js';
+import type { CachedRouteOptions } from '../interfaces/cached-route-options.interface.js';
+import { functionOption, routeConfig, tagsOption } from '../interceptors/route-config.js';
+import { methodCacheKey } from '../keys/method-key.js';
+import { designReturnType, isClassOrSubclass } from './design-metadata.js';
+
+type Method = (...args: unknown[]) => unknown;
+type InstanceWrapper = ReturnType<DiscoveryService['getProviders']>[number];
+
+/** Marks a method wrapper, so a provider reachable twice (aliases, a second module) is wrapped once. */
+const WRAPPED = Symbol('herd-guard.wrapped');
+
+interface MethodPlan {
+  readonly target: string;
+  readonly key: ((...args: unknown[]) => string) | undefined;
+  readonly tags: readonly string[] | ((...args: unknown[]) => readonly string[]) | undefined;
+  /** One object per method, so the engine resolves it once. */
+  readonly policy: CachePolicy | undefined;
+  readonly returns: 'promise' | 'observable';
+}
+
+/**
+ * At module init, wraps every `@Cached` method of this application's singleton providers with
+ * this module's {@link HerdGuardService}, and checks every `@Cached` and `@CachedRoute` option
+ * (a bad one fails the bootstrap). The wrapper is an own property of the instance: the class and
+ * other applications in the process are untouched.
+ */
+@Injectable()
+export class CachedMethodsExplorer implements OnModuleInit {
+  readonly #logger = new Logger('HerdGuard');
+
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly reflector: Reflector,
+    private readonly herd: HerdGuardService,
+    @Inject(HERD_GUARD_RESOURCES) private readonly resources: HerdGuardResources,
+  ) {}
+
+  onModuleInit(): void {
+    for (const wrapper of this.discovery.getProviders()) this.#wrapProvider(wrapper);
+    for (const wrapper of this.discovery.getControllers()) this.#checkRoutes(wrapper);
+  }
+
+  #wrapProvider(wrapper: InstanceWrapper): void {
+    const instance: unknown = wrapper.instance;
+    if (typeof instance !== 'object' || instance === null) return;
+    const prototype = Object.getPrototypeOf(instance) as object | null;
+    if (prototype === null || prototype === Object.prototype) return;
+    const methods = this.scanner
+      .getAllMethodNames(prototype)
+      .filter((name) => this.#cachedOptions(prototype, name) !== undefined);
+    if (methods.length === 0) return;
+    const className = (instance as object).constructor.name;
+    if (!wrapper.isDependencyTreeStatic() || wrapper.isTransient) {
+      this.#logger.warn(
+        `@Cached on ${className} is ignored: only singleton providers are cached (not request-scoped or transient ones)`,
+      );
+      return;
+    }
+    for (const name of methods) {
+      const plan = this.#plan(prototype, className, name);
+      this.#wrap(instance as Record<string, unknown>, name, plan);
+    }
+  }
+
+  #cachedOptions(prototype: object, name: string): CachedOptions<unknown[]> | undefined {
+    const method = (prototype as Record<string, unknown>)[name];
+    if (typeof method !== 'function') return undefined;
+    return this.reflector.get<CachedOptions<unknown[]> | undefined>(HERD_GUARD_CACHED, method as Method);
+  }
+
+  /** Checks the options of one `@Cached` method and decides what the wrapper returns. */
+  #plan(prototype: object, className: string, name: string): MethodPlan {
+    const target = `${className}.${name}`;
+    const field = `@Cached(${target})`;
+    const { key, tags, ...policy } = this.#cachedOptions(prototype, name) ?? {};
+    resolvePolicy(policy, this.resources.options.policy, field);
+    const original = (prototype as Record<string, Method>)[name];
+    return {
+      target,
+      key: functionOption(key, `${field}.key`),
+      tags: tagsOption(tags, `${field}.tags`),
+      policy: Object.keys(policy).length === 0 ? undefined : policy,
+      returns: returnKind(prototype, name, original, field),
+    };
+  }
+
+  #wrap(instance: Record<string, unknown>, name: string, plan: MethodPlan): void {
+    const current = instance[name] as Method & { [WRAPPED]?: true };
+    if (current[WRAPPED] === true) return;
+    const original = current;
+    const herd = this.herd;
+    const read = (args: unknown[]): Promise<unknown> => {
+      const key = plan.key === undefined ? methodCacheKey(plan.target, args) : plan.key(...args);
+      const tags = typeof plan.tags === 'function' ? plan.tags(...args) : plan.tags;
+      return herd
+        .getOrLoad(key, () => original.apply(instance, args), { policy: plan.policy, tags })
+        .catch((error: unknown) => {
+          // Callers see the method's own error, as they would without the decorator.
+          throw error instanceof LoaderFailedError ? error.cause : error;
+        });
+    };
+    const wrapped =
+      plan.returns === 'observable'
+        ? (...args: unknown[]): Observable<unknown> => defer(() => read(args))
+        : (...args: unknown[]): Promise<unknown> => {
+            try {
+              return read(args);
+            } catch (error) {
+              return Promise.reject(error);
+            }
+          };
+    Object.defineProperty(wrapped, 'name', { value: original.name });
+    Object.defineProperty(wrapped, WRAPPED, { value: true });
+    instance[name] = wrapped;
+  }
+
+  #checkRoutes(wrapper: InstanceWrapper): void {
+    const controller = wrapper.metatype;
+    if (typeof controller !== 'function') return;
+    const controllerOptions = this.reflector.get<CachedRouteOptions | undefined>(HERD_GUARD_ROUTE, controller);
+    const prototype = controller.prototype as object;
+    for (const name of this.scanner.getAllMethodNames(prototype)) {
+      const handler = (prototype as Record<string, unknown>)[name];
+      if (typeof handler !== 'function') continue;
+      if (this.#cachedOptions(prototype, name) !== undefined) {
+        // Nest binds route handlers before module init, so a wrapper would never be called.
+        throw new ConfigurationError(
+          `@Cached(${controller.name}.${name})`,
+          'applies to providers, not controllers; cache routes with HerdGuardInterceptor and @CachedRoute()',
+        );
+      }
+      const handlerOptions = this.reflector.get<CachedRouteOptions | undefined>(HERD_GUARD_ROUTE, handler as Method);
+      if (controllerOptions === undefined && handlerOptions === undefined) continue;
+      const field = `@CachedRoute(${controller.name}.${name})`;
+      const { policy } = routeConfig(controllerOptions, handlerOptions, field);
+      resolvePolicy(policy, this.resources.options.policy, field);
+    }
+  }
+}
+
+/**
+ * What a `@Cached` method gives its callers: an Observable when declared to return one, else a
+ * promise (async methods, or declared `Promise`). Anything else cannot be cached without changing
+ * what callers receive, so it fails at start.
+ */
+function returnKind(prototype: object, name: string, method: Method, field: string): 'promise' | 'observable' {
+  const declared = designReturnType(prototype, name);
+  if (isClassOrSubclass(declared, Observable)) return 'observable';
+  if (isClassOrSubclass(declared, Promise) || method.constructor.name === 'AsyncFunction') return 'promise';
+  throw new ConfigurationError(
+    field,
+    'cannot tell whether the method returns a Promise or an Observable; make it async or declare its return type ' +
+      '(Promise<T> or Observable<T>) with emitDecoratorMetadata on',
+  );
+}

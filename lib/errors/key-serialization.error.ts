@@ -1,0 +1,20 @@
+import { HerdGuardError } from './herd-guard.error.js';
+
+/**
+ * A cache key could not be built from a method's arguments (a cycle, a function, a symbol, a
+ * promise, an invalid date). `path` says where (`args[0].parent`). Give `@Cached` a `key` function.
+ */
+export class KeySerializationError extends HerdGuardError {
+  readonly code = 'HERD_GUARD_INVALID_KEY' as const;
+
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+    target?: string,
+  ) {
+    super(
+      `Cannot build a cache key${target === undefined ? '' : ` for ${target}`}: ${path} ${reason}; ` +
+        `pass a \`key\` function to @Cached to build the key yourself`,
+    );
+  }
+}

@@ -1,0 +1,115 @@
+import { resolvePolicy } from './core/policy.js';
+import { ConfigurationError } from './errors/configuration.error.js';
+import type { HerdGuardModuleOptions } from './interfaces/herd-guard-module-options.interface.js';
+
+const MODULE_FIELDS: ReadonlySet<string> = new Set(['store', 'redis', 'memory', 'namespace', 'policy']);
+/** The Redis store's rule, checked here so the error names the module option. */
+const NAMESPACE_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
+const MEMORY_FIELDS: ReadonlySet<string> = new Set(['maxEntries', 'now']);
+const STORE_METHODS = [
+  'get',
+  'set',
+  'delete',
+  'markStale',
+  'keysForTag',
+  'acquireLease',
+  'extendLease',
+  'releaseLease',
+  'watchFill',
+  'health',
+  'close',
+] as const;
+
+/**
+ * Checks the module options before anything is opened. Throws {@link ConfigurationError} naming
+ * the first field that is wrong (so `app.init()` fails at start, not on the first request).
+ */
+export function validateModuleOptions(input: unknown): HerdGuardModuleOptions {
+  if (!isRecord(input)) {
+    throw new ConfigurationError('options', `expected an object, received ${describe(input)}`);
+  }
+  for (const name of Object.keys(input)) {
+    if (name === 'isGlobal') {
+      throw new ConfigurationError(
+        'isGlobal',
+        'belongs next to useFactory in forRootAsync({ isGlobal, useFactory }), not in the options it returns',
+      );
+    }
+    if (!MODULE_FIELDS.has(name)) {
+      throw new ConfigurationError(name, `unknown option; known options are ${[...MODULE_FIELDS].join(', ')}`);
+    }
+  }
+  const { store, redis, memory, namespace, policy } = input;
+  if (store !== undefined) assertStore(store);
+  if (store !== undefined && redis !== undefined) {
+    throw new ConfigurationError('redis', 'cannot be used together with "store"; pass one of them');
+  }
+  if (redis !== undefined) assertRedis(redis);
+  if (memory !== undefined) assertMemory(memory, store !== undefined || redis !== undefined);
+  if (namespace !== undefined && (typeof namespace !== 'string' || !NAMESPACE_PATTERN.test(namespace))) {
+    throw new ConfigurationError(
+      'namespace',
+      `use 1-64 characters from A-Z a-z 0-9 . _ : -, received ${describe(namespace)}`,
+    );
+  }
+  resolvePolicy(policy as HerdGuardModuleOptions['policy'], undefined, 'policy');
+  return input as HerdGuardModuleOptions;
+}
+
+function assertStore(store: unknown): void {
+  if (!isRecord(store)) {
+    throw new ConfigurationError('store', `expected a HerdStore instance, received ${describe(store)}`);
+  }
+  const missing = STORE_METHODS.filter((method) => typeof store[method] !== 'function');
+  if (missing.length > 0) {
+    throw new ConfigurationError('store', `expected a HerdStore instance; it has no ${missing.join(', ')} method`);
+  }
+}
+
+function assertRedis(redis: unknown): void {
+  if (typeof redis === 'string') {
+    if (!/^rediss?:\/\/./.test(redis)) {
+      throw new ConfigurationError('redis', `expected a redis:// or rediss:// URL, received "${redis}"`);
+    }
+    return;
+  }
+  if (!isRecord(redis)) {
+    throw new ConfigurationError('redis', `expected a URL or RedisStoreOptions, received ${describe(redis)}`);
+  }
+}
+
+function assertMemory(memory: unknown, otherStore: boolean): void {
+  if (otherStore) {
+    throw new ConfigurationError(
+      'memory',
+      'configures the default memory store only; remove it, or remove store/redis',
+    );
+  }
+  if (!isRecord(memory)) {
+    throw new ConfigurationError('memory', `expected an object, received ${describe(memory)}`);
+  }
+  for (const name of Object.keys(memory)) {
+    if (!MEMORY_FIELDS.has(name)) {
+      throw new ConfigurationError(`memory.${name}`, `unknown option; known options are maxEntries`);
+    }
+  }
+  const { maxEntries, now } = memory;
+  if (maxEntries !== undefined && !(Number.isInteger(maxEntries) && (maxEntries as number) >= 1)) {
+    throw new ConfigurationError('memory.maxEntries', `expected a positive integer, received ${describe(maxEntries)}`);
+  }
+  if (now !== undefined && typeof now !== 'function') {
+    throw new ConfigurationError('memory.now', `expected a function returning epoch ms, received ${describe(now)}`);
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return typeof value;
+}

@@ -1,0 +1,11 @@
+/** Metadata key of `@Cached()` options on a provider method. */
+export const HERD_GUARD_CACHED = 'herd-guard:cached';
+/** Metadata key of `@CachedRoute()` options on a controller or route handler. */
+export const HERD_GUARD_ROUTE = 'herd-guard:route';
+/** Metadata key set by `@SkipCache()`. */
+export const HERD_GUARD_SKIP = 'herd-guard:skip';
+
+/** Injection token of the engine behind `HerdGuardService` (one per module instance). */
+export const HERD_GUARD_ENGINE = Symbol('herd-guard.engine');
+/** Injection token of what the module opened (engine, store), closed on shutdown. Internal. */
+export const HERD_GUARD_RESOURCES = Symbol('herd-guard.resources');

@@ -1,0 +1,56 @@
+import { type DynamicModule, Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { ConfigurationError } from './errors/configuration.error.js';
+import { CachedMethodsExplorer } from './decorators/cached.explorer.js';
+import { HERD_GUARD_ENGINE, HERD_GUARD_RESOURCES } from './herd-guard.constants.js';
+import {
+  ConfigurableHerdGuardModule,
+  HERD_GUARD_MODULE_OPTIONS,
+  type HerdGuardModuleForRootOptions,
+} from './herd-guard.module-definition.js';
+import { type HerdGuardResources, closeResources, openResources } from './herd-guard.resources.js';
+import { HerdGuardService } from './herd-guard.service.js';
+
+/**
+ * herd-guard for a Nest application: `HerdGuardModule.forRoot(options)` or
+ * `forRootAsync({ imports, useFactory, inject })`, with `isGlobal` to skip importing it in
+ * feature modules. Options are checked at start (a bad one fails the bootstrap with a
+ * `ConfigurationError` naming it). Provides {@link HerdGuardService}, wraps `@Cached` methods, and
+ * on application shutdown stops the engine and closes the store it opened (never one you passed).
+ * Use one `forRoot` per application.
+ */
+@Module({
+  imports: [DiscoveryModule],
+  providers: [
+    { provide: HERD_GUARD_RESOURCES, useFactory: openResources, inject: [HERD_GUARD_MODULE_OPTIONS] },
+    {
+      provide: HERD_GUARD_ENGINE,
+      useFactory: (resources: HerdGuardResources) => resources.engine,
+      inject: [HERD_GUARD_RESOURCES],
+    },
+    HerdGuardService,
+    CachedMethodsExplorer,
+  ],
+  exports: [HerdGuardService],
+})
+export class HerdGuardModule extends ConfigurableHerdGuardModule implements OnApplicationShutdown {
+  /** Set by the first shutdown; a second one waits for the same close. */
+  #closing: Promise<void> | undefined;
+
+  constructor(@Inject(HERD_GUARD_RESOURCES) private readonly resources: HerdGuardResources) {
+    super();
+  }
+
+  /** `forRoot()` with no argument uses the memory store and the default policy. */
+  static override forRoot(options: HerdGuardModuleForRootOptions = {}): DynamicModule {
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+      throw new ConfigurationError('options', 'HerdGuardModule.forRoot() expects an options object');
+    }
+    return super.forRoot(options);
+  }
+
+  onApplicationShutdown(): Promise<void> {
+    this.#closing ??= closeResources(this.resources);
+    return this.#closing;
+  }
+}

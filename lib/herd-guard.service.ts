@@ -1,0 +1,177 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Observable, isObservable } from 'rxjs';
+import { HerdEngine, type LoadContext, type Loader, type ReadOptions, type ReadResult } from './core/herd-engine.js';
+import type { HerdEventListener } from './core/events.js';
+import type { StatsSnapshot } from './core/stats.js';
+import { ConfigurationError } from './errors/configuration.error.js';
+import { HERD_GUARD_ENGINE } from './herd-guard.constants.js';
+import type { HerdLoader } from './interfaces/herd-loader.interface.js';
+import type { WarmEntry, WarmOptions, WarmReport } from './interfaces/warm.interface.js';
+import type { StoreHealth } from './stores/herd-store.interface.js';
+
+/** Options of the writes that store a value: its policy and tags. */
+export type WriteOptions = Pick<ReadOptions, 'policy' | 'tags'>;
+
+/**
+ * The cache of one `HerdGuardModule`: one engine per module instance, so two applications in one
+ * process never share entries. Every read is coalesced (one loader run per key at a time, and one
+ * per cluster with the Redis store), serves stale values while one refresh runs in the background,
+ * and takes the module's default policy, overridden field by field by `options.policy`.
+ */
+@Injectable()
+export class HerdGuardService {
+  constructor(@Inject(HERD_GUARD_ENGINE) readonly engine: HerdEngine) {}
+
+  /** The value of `key`, loaded with `loader` at most once across all concurrent callers. */
+  getOrLoad<T>(key: string, loader: HerdLoader<T>, options?: ReadOptions): Promise<T> {
+    return this.engine.getOrLoad(key, toEngineLoader(loader), options);
+  }
+
+  /** Like {@link getOrLoad}, with how the read was answered (`fresh`, `stale`, `miss`) and the entry's timing. */
+  read<T>(key: string, loader: HerdLoader<T>, options?: ReadOptions): Promise<ReadResult<T>> {
+    return this.engine.read(key, toEngineLoader(loader), options);
+  }
+
+  /**
+   * {@link getOrLoad} as a cold Observable (each subscription reads). A fresh value or a load emits
+   * once and completes. A stale value is emitted at once; when the background refresh lands with a
+   * newer value, that value is emitted too; then it completes (after the stale value alone if the
+   * refresh failed or was not needed). Errors are the read's errors.
+   */
+  getOrLoad$<T>(key: string, loader: HerdLoader<T>, options?: ReadOptions): Observable<T> {
+    return new Observable<T>((subscriber) => {
+      this.read(key, loader, options).then(
+        (result) => {
+          if (subscriber.closed) return;
+          subscriber.next(result.value);
+          if (result.path !== 'stale' || result.revalidated === undefined) {
+            subscriber.complete();
+            return;
+          }
+          void result.revalidated.then((fresh) => {
+            if (subscriber.closed) return;
+            if (fresh !== undefined) subscriber.next(fresh.value);
+            subscriber.complete();
+          });
+        },
+        (error: unknown) => subscriber.error(error),
+      );
+    });
+  }
+
+  /** The servable value of `key` without loading, or `undefined` when absent or past hard expiry. */
+  peek<T>(key: string): Promise<ReadResult<T> | undefined> {
+    return this.engine.peek<T>(key);
+  }
+
+  /** Stores `value` as freshly loaded (write-through after an update). `null`/`undefined` store "not found". */
+  set<T>(key: string, value: T, options?: WriteOptions): Promise<void> {
+    return this.engine.set(key, value, options);
+  }
+
+  /**
+   * Marks `key` stale: the next read gets the old value at once and one background refresh runs
+   * (no herd, unlike {@link delete}). Returns false when the key was not cached.
+   */
+  expire(key: string): Promise<boolean> {
+    return this.engine.expire(key);
+  }
+
+  /** Removes `key`: the next read waits for a (coalesced) load. Prefer {@link expire} for hot keys. */
+  delete(key: string): Promise<void> {
+    return this.engine.delete(key);
+  }
+
+  /** Marks every key stored with `tag` stale, so each refreshes once on its next read. Returns how many. */
+  expireTag(tag: string): Promise<number> {
+    return this.engine.expireTag(tag);
+  }
+
+  /** Deletes every key stored with `tag`. Returns how many keys carried the tag. */
+  deleteTag(tag: string): Promise<number> {
+    return this.engine.deleteTag(tag);
+  }
+
+  /**
+   * Loads `key` now, even if a fresh value is cached (prefetch ahead of expiry), still coalesced
+   * and leased. Rejects when the load fails and nothing servable is cached.
+   */
+  refresh<T>(key: string, loader: HerdLoader<T>, options?: WriteOptions): Promise<ReadResult<T>> {
+    return this.engine.refresh(key, toEngineLoader(loader), options);
+  }
+
+  /**
+   * Loads many keys ahead of traffic, `concurrency` at a time (default 4), with {@link refresh}.
+   * A key that fails is reported in `failed` and does not stop the others.
+   */
+  async warm(entries: Iterable<WarmEntry>, options: WarmOptions = {}): Promise<WarmReport> {
+    const concurrency = options.concurrency ?? 4;
+    if (!Number.isInteger(concurrency) || concurrency < 1) {
+      throw new ConfigurationError('concurrency', `expected a positive integer, received ${String(concurrency)}`);
+    }
+    const pending = entries[Symbol.iterator]();
+    const failed: Array<{ key: string; error: unknown }> = [];
+    let warmed = 0;
+    // Workers share one iterator: each takes the next entry when its previous load ends.
+    const worker = async (): Promise<void> => {
+      for (let next = pending.next(); next.done !== true; next = pending.next()) {
+        const { key, loader, policy, tags } = next.value;
+        try {
+          await this.refresh(key, loader, { policy, tags });
+          warmed += 1;
+        } catch (error) {
+          failed.push({ key, error });
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: concurrency }, worker));
+    return { warmed, failed };
+  }
+
+  /** Counters since start: reads by path, loads, coalesced callers, leases, waits, errors. */
+  stats(): StatsSnapshot {
+    return this.engine.stats();
+  }
+
+  /** The store's health (`up`, `degraded`, `down`), for a health endpoint. */
+  health(): StoreHealth {
+    return this.engine.store.health();
+  }
+
+  /** Subscribes to engine events (metrics, logs). Returns the unsubscribe function. */
+  onEvent(listener: HerdEventListener): () => void {
+    return this.engine.onEvent(listener);
+  }
+}
+
+/** Adapts a loader that may return an Observable to the engine's promise-based loader. */
+function toEngineLoader<T>(loader: HerdLoader<T>): Loader<T> {
+  // Not a function: let the engine report it with its usual error.
+  if (typeof loader !== 'function') return loader as unknown as Loader<T>;
+  return (context: LoadContext<T>) => {
+    const output = loader(context);
+    return isObservable(output) ? lastValue(output, context.signal) : output;
+  };
+}
+
+/** The last value of `source` (`undefined` if it completes empty); unsubscribes when `signal` fires. */
+function lastValue<T>(source: Observable<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let last: T | undefined;
+    const stop = (): void => subscription.unsubscribe();
+    const subscription = source.subscribe({
+      next: (value) => {
+        last = value;
+      },
+      error: (error: unknown) => {
+        signal.removeEventListener('abort', stop);
+        reject(error);
+      },
+      complete: () => {
+        signal.removeEventListener('abort', stop);
+        resolve(last as T);
+      },
+    });
+    if (!subscription.closed) signal.addEventListener('abort', stop, { once: true });
+  });
+}

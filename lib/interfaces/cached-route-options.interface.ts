@@ -1,0 +1,20 @@
+import type { ExecutionContext } from '@nestjs/common';
+import type { CachePolicy } from '../core/policy.js';
+
+/**
+ * Options of `@CachedRoute()` on a controller or a route handler (a handler's options are laid
+ * over its controller's). The policy fields override the module default field by field.
+ */
+export interface CachedRouteOptions extends CachePolicy {
+  /** Request headers the response depends on (e.g. `['accept-language']`); each value is part of the key. */
+  readonly vary?: readonly string[];
+  /** Query parameters left out of the key, by exact name (cache busters such as `_` or `utm_source`). */
+  readonly ignoreQuery?: readonly string[];
+  /** Tags stored with the response, for `herd.expireTag()` / `herd.deleteTag()`. */
+  readonly tags?: readonly string[] | ((context: ExecutionContext) => readonly string[]);
+  /**
+   * The user or tenant a response belongs to, from the request (e.g. `ctx => req.user.id`).
+   * Scoped responses get their own entry and `Cache-Control: private`. `undefined` means shared.
+   */
+  readonly scope?: (context: ExecutionContext) => string | undefined;
+}

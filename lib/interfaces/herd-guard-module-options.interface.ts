@@ -1,0 +1,33 @@
+import type { CachePolicy } from '../core/policy.js';
+import type { HerdStore } from '../stores/herd-store.interface.js';
+import type { MemoryStoreOptions } from '../stores/memory/memory.store.js';
+import type { RedisStoreOptions } from '../stores/redis/redis-store.options.js';
+
+/**
+ * Options of `HerdGuardModule.forRoot()` (and the result of the `forRootAsync()` factory).
+ * Choose at most one of `store` and `redis`; with neither, an in-memory store is used.
+ */
+export interface HerdGuardModuleOptions {
+  /** A store you created and own: the module uses it and never closes it. */
+  readonly store?: HerdStore;
+  /**
+   * Redis, by URL (`redis://host:6379`) or {@link RedisStoreOptions}. The module opens the store at
+   * start and closes it on application shutdown (a `client` you pass inside stays yours).
+   */
+  readonly redis?: string | RedisStoreOptions;
+  /** Options of the default in-memory store (only when neither `store` nor `redis` is given). */
+  readonly memory?: MemoryStoreOptions;
+  /**
+   * Prefix of every Redis key, so several apps can share one Redis. Applies to the store opened
+   * from `redis` (a `namespace` inside `redis` wins); the memory store is per process and needs none.
+   */
+  readonly namespace?: string;
+  /** Default policy of every read; per-call, `@Cached` and `@CachedRoute` policies override it field by field. */
+  readonly policy?: CachePolicy;
+}
+
+/** Options of the module definition itself, next to {@link HerdGuardModuleOptions}. */
+export interface HerdGuardModuleExtras {
+  /** Register the module globally, so feature modules need not import it. Default `false`. */
+  readonly isGlobal?: boolean;
+}

@@ -1,0 +1,32 @@
+import type { DynamicModule, INestApplication, INestApplicationContext, Type } from '@nestjs/common';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Test } from '@nestjs/testing';
+
+export type AdapterName = 'express' | 'fastify';
+export const ADAPTERS: readonly AdapterName[] = ['express', 'fastify'];
+
+/**
+ * A real Nest HTTP application for `module` on `adapter`, listening on a free loopback port (so
+ * supertest reuses one server for concurrent requests). Close it with `app.close()`.
+ */
+export async function startHttpApp(adapter: AdapterName, module: Type | DynamicModule): Promise<INestApplication> {
+  const moduleRef = await Test.createTestingModule({ imports: [module] }).compile();
+  if (adapter === 'express') {
+    const app = moduleRef.createNestApplication(new ExpressAdapter(), { logger: false });
+    await app.listen(0, '127.0.0.1');
+    return app;
+  }
+  const app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false });
+  await app.init();
+  await app.getHttpAdapter().getInstance().ready();
+  await app.listen(0, '127.0.0.1');
+  return app;
+}
+
+/** A Nest application context (no HTTP) for `module`, initialised; close it with `context.close()`. */
+export async function startContext(module: Type | DynamicModule): Promise<INestApplicationContext> {
+  const moduleRef = await Test.createTestingModule({ imports: [module] }).compile();
+  moduleRef.useLogger(false);
+  return moduleRef.init();
+}

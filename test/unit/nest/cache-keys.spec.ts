@@ -1,0 +1,147 @@
+import { describe, expect, it } from '@jest/globals';
+import { KeySerializationError, methodCacheKey, routeCacheKey, stableSerialize } from '../../../lib/index.js';
+
+function keyError(run: () => unknown): KeySerializationError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof KeySerializationError) return error;
+    throw error;
+  }
+  throw new Error('expected a KeySerializationError');
+}
+
+describe('method cache keys', () => {
+  it('names the class and method and writes the arguments in order', () => {
+    expect(methodCacheKey('Users.find', [42, 'eu'])).toBe('Users.find(42,"eu")');
+    expect(methodCacheKey('Users.find', [])).toBe('Users.find()');
+  });
+
+  it('gives different keys when the same arguments come in a different order', () => {
+    expect(methodCacheKey('Users.find', [1, 2])).not.toBe(methodCacheKey('Users.find', [2, 1]));
+  });
+
+  it('gives one key for objects whose keys were written in a different order', () => {
+    const a = methodCacheKey('Users.search', [{ q: 'ann', page: 2, filter: { active: true, role: 'admin' } }]);
+    const b = methodCacheKey('Users.search', [{ filter: { role: 'admin', active: true }, page: 2, q: 'ann' }]);
+    expect(a).toBe(b);
+  });
+
+  it('gives different keys for nested objects that differ deep down', () => {
+    const a = methodCacheKey('Users.search', [{ filter: { tags: ['a', 'b'] } }]);
+    const b = methodCacheKey('Users.search', [{ filter: { tags: ['b', 'a'] } }]);
+    expect(a).not.toBe(b);
+  });
+
+  it('writes dates as ISO 8601, so equal instants share a key and differ from their string', () => {
+    const key = methodCacheKey('Sales.since', [new Date('2024-05-01T10:00:00.000Z')]);
+    expect(key).toBe('Sales.since(Date(2024-05-01T10:00:00.000Z))');
+    expect(methodCacheKey('Sales.since', [new Date(Date.UTC(2024, 4, 1, 10))])).toBe(key);
+    expect(methodCacheKey('Sales.since', ['2024-05-01T10:00:00.000Z'])).not.toBe(key);
+  });
+
+  it('tells undefined from null in arguments and arrays', () => {
+    expect(methodCacheKey('Users.find', [undefined, 1])).not.toBe(methodCacheKey('Users.find', [null, 1]));
+    expect(methodCacheKey('Users.find', [[undefined]])).not.toBe(methodCacheKey('Users.find', [[null]]));
+  });
+
+  it('treats a trailing undefined argument and an undefined property as absent, as default parameters and JSON do', () => {
+    expect(methodCacheKey('Users.find', [1, undefined])).toBe(methodCacheKey('Users.find', [1]));
+    expect(methodCacheKey('Users.search', [{ q: 'a', page: undefined }])).toBe(
+      methodCacheKey('Users.search', [{ q: 'a' }]),
+    );
+  });
+
+  it('tells apart values JSON would merge: numbers from strings, NaN and Infinity from null', () => {
+    const keys = [1, '1', Number.NaN, Number.POSITIVE_INFINITY, null, true, 'true', 10n].map((value) =>
+      methodCacheKey('M.m', [value]),
+    );
+    expect(new Set(keys).size).toBe(keys.length);
+  });
+
+  it('sorts the entries of Maps and Sets and serialises class instances by their fields', () => {
+    class Filter {
+      constructor(
+        readonly role: string,
+        readonly active: boolean,
+      ) {}
+    }
+    expect(stableSerialize(new Set(['b', 'a']))).toBe(stableSerialize(new Set(['a', 'b'])));
+    expect(
+      stableSerialize(
+        new Map([
+          ['x', 1],
+          ['y', 2],
+        ]),
+      ),
+    ).toBe(
+      stableSerialize(
+        new Map([
+          ['y', 2],
+          ['x', 1],
+        ]),
+      ),
+    );
+    expect(stableSerialize(new Filter('admin', true))).toBe(stableSerialize({ active: true, role: 'admin' }));
+  });
+
+  it('rejects a circular argument with a KeySerializationError naming where the cycle is', () => {
+    const node: { name: string; parent?: unknown } = { name: 'root' };
+    node.parent = node;
+    const error = keyError(() => methodCacheKey('Tree.walk', ['x', node]));
+    expect(error.path).toBe('args[1].parent');
+    expect(error.message).toContain('Tree.walk');
+    expect(error.message).toContain('key');
+  });
+
+  it('accepts the same object twice when it is not a cycle', () => {
+    const shared = { id: 1 };
+    expect(methodCacheKey('M.m', [{ a: shared, b: shared }])).toBe('M.m({"a":{"id":1},"b":{"id":1}})');
+  });
+
+  it.each([
+    ['a function', () => 1],
+    ['a symbol', Symbol('s')],
+    ['a promise', Promise.resolve(1)],
+    ['an invalid date', new Date('nope')],
+    ['a WeakMap', new WeakMap()],
+  ])('rejects %s with a KeySerializationError', (_, value) => {
+    expect(keyError(() => methodCacheKey('M.m', [{ value }])).path).toBe('args[0].value');
+  });
+});
+
+describe('route cache keys', () => {
+  it('is built from the method, the path and the sorted query', () => {
+    expect(routeCacheKey({ method: 'GET', url: '/items?b=2&a=1' })).toBe('http:GET /items?a=1&b=2');
+    expect(routeCacheKey({ method: 'GET', url: '/items' })).toBe('http:GET /items');
+  });
+
+  it('keeps the order of the values of a repeated query parameter', () => {
+    expect(routeCacheKey({ method: 'GET', url: '/items?tag=y&a=1&tag=x' })).toBe('http:GET /items?a=1&tag=y&tag=x');
+  });
+
+  it('leaves ignored query parameters out of the key', () => {
+    const plain = routeCacheKey({ method: 'GET', url: '/items?page=2' });
+    expect(routeCacheKey({ method: 'GET', url: '/items?_=123&page=2', ignoreQuery: ['_'] })).toBe(plain);
+  });
+
+  it('shares the GET entry with HEAD requests', () => {
+    expect(routeCacheKey({ method: 'HEAD', url: '/items' })).toBe(routeCacheKey({ method: 'get', url: '/items' }));
+  });
+
+  it('adds each vary header by lower-case name, sorted, and the scope last', () => {
+    const key = routeCacheKey({
+      method: 'GET',
+      url: '/items',
+      vary: { 'X-Region': 'eu west', 'Accept-Language': 'de' },
+      scope: 'user 7',
+    });
+    expect(key).toBe('http:GET /items accept-language=de x-region=eu%20west @user%207');
+  });
+
+  it('cannot be forged by a header value that looks like another part of the key', () => {
+    const forged = routeCacheKey({ method: 'GET', url: '/items', vary: { 'accept-language': 'de @admin' } });
+    const scoped = routeCacheKey({ method: 'GET', url: '/items', vary: { 'accept-language': 'de' }, scope: 'admin' });
+    expect(forged).not.toBe(scoped);
+  });
+});
