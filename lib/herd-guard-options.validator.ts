@@ -2,7 +2,16 @@ import { resolvePolicy } from './core/policy.js';
 import { ConfigurationError } from './errors/configuration.error.js';
 import type { HerdGuardModuleOptions } from './interfaces/herd-guard-module-options.interface.js';
 
-const MODULE_FIELDS: ReadonlySet<string> = new Set(['store', 'redis', 'memory', 'namespace', 'policy']);
+const MODULE_FIELDS: ReadonlySet<string> = new Set([
+  'store',
+  'redis',
+  'memory',
+  'namespace',
+  'policy',
+  'metrics',
+  'logging',
+  'hotKeys',
+]);
 /** The Redis store's rule, checked here so the error names the module option. */
 const NAMESPACE_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
 const MEMORY_FIELDS: ReadonlySet<string> = new Set(['maxEntries', 'now']);
@@ -39,7 +48,7 @@ export function validateModuleOptions(input: unknown): HerdGuardModuleOptions {
       throw new ConfigurationError(name, `unknown option; known options are ${[...MODULE_FIELDS].join(', ')}`);
     }
   }
-  const { store, redis, memory, namespace, policy } = input;
+  const { store, redis, memory, namespace, policy, metrics, logging, hotKeys } = input;
   if (store !== undefined) assertStore(store);
   if (store !== undefined && redis !== undefined) {
     throw new ConfigurationError('redis', 'cannot be used together with "store"; pass one of them');
@@ -53,6 +62,22 @@ export function validateModuleOptions(input: unknown): HerdGuardModuleOptions {
     );
   }
   resolvePolicy(policy as HerdGuardModuleOptions['policy'], undefined, 'policy');
+  if (metrics !== undefined && typeof metrics !== 'boolean' && !isRecord(metrics)) {
+    throw new ConfigurationError(
+      'metrics',
+      `expected true, false or PrometheusMetricsOptions, received ${describe(metrics)}`,
+    );
+  }
+  if (
+    logging !== undefined &&
+    typeof logging !== 'boolean' &&
+    !(isRecord(logging) && typeof logging['log'] === 'function')
+  ) {
+    throw new ConfigurationError('logging', `expected true, false or a LoggerService, received ${describe(logging)}`);
+  }
+  if (hotKeys !== undefined && !(Number.isInteger(hotKeys) && (hotKeys as number) >= 0)) {
+    throw new ConfigurationError('hotKeys', `expected an integer >= 0, received ${describe(hotKeys)}`);
+  }
   return input as HerdGuardModuleOptions;
 }
 

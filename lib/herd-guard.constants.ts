@@ -9,3 +9,5 @@ export const HERD_GUARD_SKIP = 'herd-guard:skip';
 export const HERD_GUARD_ENGINE = Symbol('herd-guard.engine');
 /** Injection token of what the module opened (engine, store), closed on shutdown. Internal. */
 export const HERD_GUARD_RESOURCES = Symbol('herd-guard.resources');
+/** Injection token of the hot-key tracker of one module instance (absent when `hotKeys: 0`). */
+export const HERD_GUARD_HOT_KEYS = Symbol('herd-guard.hot-keys');

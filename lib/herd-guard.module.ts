@@ -2,7 +2,8 @@ import { type DynamicModule, Inject, Module, type OnApplicationShutdown } from '
 import { DiscoveryModule } from '@nestjs/core';
 import { ConfigurationError } from './errors/configuration.error.js';
 import { CachedMethodsExplorer } from './decorators/cached.explorer.js';
-import { HERD_GUARD_ENGINE, HERD_GUARD_RESOURCES } from './herd-guard.constants.js';
+import { HERD_GUARD_ENGINE, HERD_GUARD_HOT_KEYS, HERD_GUARD_RESOURCES } from './herd-guard.constants.js';
+import { HerdGuardHealthIndicator } from './health/herd-guard.health.js';
 import {
   ConfigurableHerdGuardModule,
   HERD_GUARD_MODULE_OPTIONS,
@@ -28,10 +29,16 @@ import { HerdGuardService } from './herd-guard.service.js';
       useFactory: (resources: HerdGuardResources) => resources.engine,
       inject: [HERD_GUARD_RESOURCES],
     },
+    {
+      provide: HERD_GUARD_HOT_KEYS,
+      useFactory: (resources: HerdGuardResources) => resources.hotKeys,
+      inject: [HERD_GUARD_RESOURCES],
+    },
     HerdGuardService,
+    HerdGuardHealthIndicator,
     CachedMethodsExplorer,
   ],
-  exports: [HerdGuardService],
+  exports: [HerdGuardService, HerdGuardHealthIndicator],
 })
 export class HerdGuardModule extends ConfigurableHerdGuardModule implements OnApplicationShutdown {
   /** Set by the first shutdown; a second one waits for the same close. */

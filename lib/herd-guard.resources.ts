@@ -1,4 +1,8 @@
+import { Logger } from '@nestjs/common';
 import { HerdEngine } from './core/herd-engine.js';
+import { EventLogger } from './logging/event-logger.js';
+import { HotKeyTracker } from './metrics/hot-key-tracker.js';
+import { PrometheusMetrics } from './metrics/prometheus-metrics.js';
 import { validateModuleOptions } from './herd-guard-options.validator.js';
 import type { HerdGuardModuleOptions } from './interfaces/herd-guard-module-options.interface.js';
 import type { HerdStore } from './stores/herd-store.interface.js';
@@ -10,6 +14,10 @@ export interface HerdGuardResources {
   readonly engine: HerdEngine;
   /** The store the module opened (memory or Redis), closed on shutdown; `undefined` for a store you passed. */
   readonly ownedStore: HerdStore | undefined;
+  /** Hottest keys, when `hotKeys` is not 0. */
+  readonly hotKeys: HotKeyTracker | undefined;
+  readonly metrics: PrometheusMetrics | undefined;
+  readonly logger: EventLogger | undefined;
 }
 
 /** Validates the options, then opens the store (unless one was given) and the engine over it. */
@@ -18,15 +26,37 @@ export async function openResources(input: unknown): Promise<HerdGuardResources>
   const ownedStore = options.store === undefined ? await openStore(options) : undefined;
   const store = options.store ?? (ownedStore as HerdStore);
   try {
-    return { options, engine: new HerdEngine({ store, policy: options.policy }), ownedStore };
+    const engine = new HerdEngine({ store, policy: options.policy });
+    const hotKeys = options.hotKeys === 0 ? undefined : new HotKeyTracker(engine, options.hotKeys ?? 64);
+    const metrics = await openMetrics(engine, options);
+    const logger = openLogger(engine, options);
+    return { options, engine, ownedStore, hotKeys, metrics, logger };
   } catch (error) {
     await ownedStore?.close();
     throw error;
   }
 }
 
+async function openMetrics(
+  engine: HerdEngine,
+  options: HerdGuardModuleOptions,
+): Promise<PrometheusMetrics | undefined> {
+  if (options.metrics === undefined || options.metrics === false) return undefined;
+  const settings = options.metrics === true ? {} : options.metrics;
+  return PrometheusMetrics.create(engine, { cacheName: options.namespace ?? 'default', ...settings });
+}
+
+function openLogger(engine: HerdEngine, options: HerdGuardModuleOptions): EventLogger | undefined {
+  if (options.logging === false) return undefined;
+  const logger = options.logging === undefined || options.logging === true ? new Logger('HerdGuard') : options.logging;
+  return new EventLogger(engine, logger);
+}
+
 /** Stops the engine (running loaders see their signal fire), then closes the store the module opened. */
 export async function closeResources(resources: HerdGuardResources): Promise<void> {
+  resources.metrics?.close();
+  resources.hotKeys?.close();
+  resources.logger?.close();
   await resources.engine.close();
   await resources.ownedStore?.close();
 }

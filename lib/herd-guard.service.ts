@@ -1,16 +1,24 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Observable, isObservable } from 'rxjs';
 import { HerdEngine, type LoadContext, type Loader, type ReadOptions, type ReadResult } from './core/herd-engine.js';
 import type { HerdEventListener } from './core/events.js';
 import type { StatsSnapshot } from './core/stats.js';
 import { ConfigurationError } from './errors/configuration.error.js';
-import { HERD_GUARD_ENGINE } from './herd-guard.constants.js';
+import { HERD_GUARD_ENGINE, HERD_GUARD_HOT_KEYS } from './herd-guard.constants.js';
+import type { HotKeyTracker, HotKeysSnapshot } from './metrics/hot-key-tracker.js';
 import type { HerdLoader } from './interfaces/herd-loader.interface.js';
 import type { WarmEntry, WarmOptions, WarmReport } from './interfaces/warm.interface.js';
 import type { StoreHealth } from './stores/herd-store.interface.js';
 
 /** Options of the writes that store a value: its policy and tags. */
 export type WriteOptions = Pick<ReadOptions, 'policy' | 'tags'>;
+
+/** Counters, store health and the hottest keys of one cache (keys stay out of metric labels). */
+export interface HerdGuardMetricsSnapshot extends StatsSnapshot {
+  readonly store: StoreHealth & { readonly name: string };
+  /** Top keys by reads and by loads; empty when the module runs with `hotKeys: 0`. */
+  readonly hotKeys: HotKeysSnapshot;
+}
 
 /**
  * The cache of one `HerdGuardModule`: one engine per module instance, so two applications in one
@@ -20,7 +28,10 @@ export type WriteOptions = Pick<ReadOptions, 'policy' | 'tags'>;
  */
 @Injectable()
 export class HerdGuardService {
-  constructor(@Inject(HERD_GUARD_ENGINE) readonly engine: HerdEngine) {}
+  constructor(
+    @Inject(HERD_GUARD_ENGINE) readonly engine: HerdEngine,
+    @Optional() @Inject(HERD_GUARD_HOT_KEYS) private readonly hotKeys?: HotKeyTracker,
+  ) {}
 
   /** The value of `key`, loaded with `loader` at most once across all concurrent callers. */
   getOrLoad<T>(key: string, loader: HerdLoader<T>, options?: ReadOptions): Promise<T> {
@@ -131,6 +142,15 @@ export class HerdGuardService {
   /** Counters since start: reads by path, loads, coalesced callers, leases, waits, errors. */
   stats(): StatsSnapshot {
     return this.engine.stats();
+  }
+
+  /** {@link stats} with the store's health and the `top` hottest keys (by reads and by loads). */
+  metrics(top = 10): HerdGuardMetricsSnapshot {
+    return {
+      ...this.engine.stats(),
+      store: { name: this.engine.store.name, ...this.engine.store.health() },
+      hotKeys: this.hotKeys?.snapshot(top) ?? { requested: [], refreshed: [] },
+    };
   }
 
   /** The store's health (`up`, `degraded`, `down`), for a health endpoint. */

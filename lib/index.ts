@@ -46,6 +46,14 @@ export type { RedisKeyLayout } from './stores/redis/redis-keys.js';
 export { PrometheusMetrics } from './metrics/prometheus-metrics.js';
 export type { PrometheusMetricsOptions } from './metrics/prometheus-metrics.js';
 export { EventLogger } from './logging/event-logger.js';
+export { HotKeyTracker } from './metrics/hot-key-tracker.js';
+export type { HotKeysSnapshot } from './metrics/hot-key-tracker.js';
+export { HerdGuardHealthIndicator } from './health/herd-guard.health.js';
+export type {
+  HerdGuardHealthDetails,
+  HerdGuardHealthOptions,
+  HerdGuardHealthResult,
+} from './health/herd-guard.health.js';
 
 // Errors
 export * from './errors/index.js';
@@ -59,7 +67,7 @@ export type {
   HerdGuardOptionsFactory,
 } from './herd-guard.module-definition.js';
 export { HerdGuardService } from './herd-guard.service.js';
-export type { WriteOptions } from './herd-guard.service.js';
+export type { HerdGuardMetricsSnapshot, WriteOptions } from './herd-guard.service.js';
 export { HERD_GUARD_ENGINE } from './herd-guard.constants.js';
 export { Cached } from './decorators/cached.decorator.js';
 export { CachedRoute } from './decorators/cached-route.decorator.js';

@@ -327,9 +327,7 @@ export class HerdEngine {
       .do(key, () => this.#fill(request))
       .then(
         ({ value: fill }) =>
-          fill.entry === stale || fill.entry.createdAt <= stale.createdAt
-            ? undefined
-            : toResult(fill.entry as Entry<T>, 'miss'),
+          fill.loaded || isNewer(fill.entry, stale) ? toResult(fill.entry as Entry<T>, 'miss') : undefined,
         () => undefined,
       );
   }

@@ -1,4 +1,6 @@
+import type { LoggerService } from '@nestjs/common';
 import type { CachePolicy } from '../core/policy.js';
+import type { PrometheusMetricsOptions } from '../metrics/prometheus-metrics.js';
 import type { HerdStore } from '../stores/herd-store.interface.js';
 import type { MemoryStoreOptions } from '../stores/memory/memory.store.js';
 import type { RedisStoreOptions } from '../stores/redis/redis-store.options.js';
@@ -24,6 +26,20 @@ export interface HerdGuardModuleOptions {
   readonly namespace?: string;
   /** Default policy of every read; per-call, `@Cached` and `@CachedRoute` policies override it field by field. */
   readonly policy?: CachePolicy;
+  /**
+   * Export Prometheus metrics with prom-client (installed by the app): `true` registers them in
+   * prom-client's default registry; options choose the registry (`registry`), prefix and `cacheName`
+   * label (default: the namespace, or `default`). Default off.
+   */
+  readonly metrics?: boolean | PrometheusMetricsOptions;
+  /**
+   * Structured logs of lease results, load durations and fallback reasons (never one per hit):
+   * `true` logs through Nest's `Logger` (context `HerdGuard`), or pass your own LoggerService;
+   * `false` disables. Default `true`.
+   */
+  readonly logging?: boolean | LoggerService;
+  /** How many counters the hot-key summary keeps (most read / most loaded keys). `0` disables. Default 64. */
+  readonly hotKeys?: number;
 }
 
 /** Options of the module definition itself, next to {@link HerdGuardModuleOptions}. */

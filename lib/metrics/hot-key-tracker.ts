@@ -1,0 +1,34 @@
+import type { HerdEngine } from '../core/herd-engine.js';
+import { type HotKey, HotKeys } from '../core/hot-keys.js';
+
+/** The hottest keys of one cache, kept in bounded memory and never exported as metric labels. */
+export interface HotKeysSnapshot {
+  /** Most read keys (any path). */
+  readonly requested: readonly HotKey[];
+  /** Most loaded keys (misses and refreshes, successful or not). */
+  readonly refreshed: readonly HotKey[];
+}
+
+/** Follows an engine's reads and loads and keeps the top keys of each (Space-Saving). */
+export class HotKeyTracker {
+  readonly #requested: HotKeys;
+  readonly #refreshed: HotKeys;
+  readonly #unsubscribe: () => void;
+
+  constructor(engine: HerdEngine, capacity: number) {
+    this.#requested = new HotKeys(capacity);
+    this.#refreshed = new HotKeys(capacity);
+    this.#unsubscribe = engine.onEvent((event) => {
+      if (event.type === 'read') this.#requested.add(event.key);
+      else if (event.type === 'load-ok' || event.type === 'load-failed') this.#refreshed.add(event.key);
+    });
+  }
+
+  snapshot(top = 10): HotKeysSnapshot {
+    return { requested: this.#requested.top(top), refreshed: this.#refreshed.top(top) };
+  }
+
+  close(): void {
+    this.#unsubscribe();
+  }
+}
