@@ -1,31 +1,29 @@
 import 'reflect-metadata';
-import { Controller, Get, Module, Param } from '@nestjs/common';
+import { ConsoleLogger, type LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { HerdEngine } from '../lib/index.js';
+import { AppModule } from './app.module.js';
+import { configFromEnv } from './config.js';
 
-const engine = new HerdEngine({ policy: { soft: '5s', hard: '1m' } });
-
-@Controller()
-class AppController {
-  @Get('health')
-  health(): { status: string } {
-    return { status: 'ok' };
-  }
-
-  @Get('products/:id')
-  product(@Param('id') id: string): Promise<{ id: string; loadedAt: string }> {
-    return engine.getOrLoad(`product:${id}`, async () => {
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      return { id, loadedAt: new Date().toISOString() };
-    });
-  }
-}
-
-@Module({ controllers: [AppController] })
-class AppModule {}
-
-const app = await NestFactory.create(AppModule);
+const config = configFromEnv();
+// LOG_FORMAT=json for one JSON object per line; LOG_LEVEL=log,warn,error to hide herd-guard's debug lines.
+const logger = new ConsoleLogger({
+  json: process.env['LOG_FORMAT'] === 'json',
+  compact: true,
+  breakLength: Number.POSITIVE_INFINITY,
+  logLevels: (process.env['LOG_LEVEL'] ?? 'log,warn,error,fatal,debug').split(',') as LogLevel[],
+});
+const app = await NestFactory.create(AppModule.register(config), { logger });
 app.enableShutdownHooks();
-const port = Number(process.env['PORT'] ?? 3000);
-await app.listen(port, '127.0.0.1');
-console.log(`herd-guard sample listening on http://127.0.0.1:${port}`);
+await app.listen(config.port, config.host);
+const base = `http://${config.host}:${config.port}`;
+console.log(
+  [
+    `herd-guard sample on ${base} (${config.redisUrl === undefined ? 'memory store' : `Redis ${config.redisUrl}`}, ` +
+      `queries delayed ${config.queryDelayMs} ms, soft ${config.soft}, hard ${config.hard})`,
+    `  curl -i ${base}/products/42          # X-Cache: MISS, then HIT; STALE after ${config.soft}`,
+    `  curl -i ${base}/products/999999      # 404, cached as "not found"`,
+    `  curl    ${base}/categories           # an aggregate served by a @Cached method`,
+    `  curl    ${base}/stats                # database queries vs cache reads`,
+    `  curl    ${base}/health  ${base}/metrics  ${base}/cache/hot-keys`,
+  ].join('\n'),
+);

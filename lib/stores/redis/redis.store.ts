@@ -54,6 +54,8 @@ const CONNECTION_DEFAULTS: RedisOptions = {
   enableOfflineQueue: false,
   maxRetriesPerRequest: 0,
   connectTimeout: 2_000,
+  // After a lost connection ioredis arms this timer on close and may never clear it: keep it short.
+  disconnectTimeout: 200,
   retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2_000),
 };
 
@@ -352,7 +354,7 @@ function defineCommands(client: Redis | Cluster): Client {
 /** A dedicated connection for SUBSCRIBE; unlike command connections it may queue until connected. */
 function subscriberFor(client: Redis | Cluster): Redis | Cluster {
   if (client instanceof Cluster) return client.duplicate(undefined, { enableOfflineQueue: true });
-  return client.duplicate({ enableOfflineQueue: true });
+  return client.duplicate({ enableOfflineQueue: true, disconnectTimeout: 200 });
 }
 
 async function closeConnection(connection: Redis | Cluster): Promise<void> {

@@ -1,0 +1,141 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import type { INestApplication } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import request from 'supertest';
+import { AppModule } from '../../sample/app.module.js';
+import type { SampleConfig } from '../../sample/config.js';
+import { sleep } from '../helpers/deferred.js';
+import { parsePrometheusText, sampleValue } from '../helpers/prometheus-text.js';
+import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
+
+const CONFIG: SampleConfig = {
+  host: '127.0.0.1',
+  port: 0,
+  redisUrl: undefined,
+  databaseFile: ':memory:',
+  queryDelayMs: 50,
+  soft: '300ms',
+  hard: '1m',
+};
+
+let app: INestApplication | undefined;
+
+async function startSample(overrides: Partial<SampleConfig> = {}): Promise<INestApplication> {
+  app = await NestFactory.create(AppModule.register({ ...CONFIG, ...overrides }), {
+    logger: false,
+    abortOnError: false,
+  });
+  await app.listen(0, '127.0.0.1');
+  return app;
+}
+
+async function databaseQueries(server: INestApplication): Promise<number> {
+  const response = await request(server.getHttpServer()).get('/stats').expect(200);
+  return (response.body as { databaseQueries: number }).databaseQueries;
+}
+
+async function metrics(server: INestApplication) {
+  const response = await request(server.getHttpServer()).get('/metrics').expect(200);
+  expect(response.headers['content-type']).toContain('text/plain');
+  return parsePrometheusText(response.text);
+}
+
+afterEach(async () => {
+  await app?.close();
+  app = undefined;
+  await stopAllRedisServers();
+});
+
+describe('sample app', () => {
+  it('runs one database query for a burst of 300 requests on a product after its soft expiry, and /metrics counts it', async () => {
+    const server = await startSample();
+    const http = server.getHttpServer();
+    await request(http).get('/products/7').expect(200).expect('X-Cache', 'MISS');
+    await sleep(400); // past soft (300 ms), well before hard (1 min)
+    const queriesBefore = await databaseQueries(server);
+    const before = await metrics(server);
+    const responses = await Promise.all(Array.from({ length: 300 }, () => request(http).get('/products/7')));
+    expect(responses.every((response) => response.status === 200 && response.body.id === 7)).toBe(true);
+    const stale = responses.filter((response) => response.headers['x-cache'] === 'STALE').length;
+    expect(stale).toBeGreaterThan(0);
+    await sleep(200); // the one background refresh lands
+    expect((await databaseQueries(server)) - queriesBefore).toBe(1);
+    const after = await metrics(server);
+    const delta = (name: string, labels: Record<string, string>): number =>
+      sampleValue(after, name, labels) - sampleValue(before, name, labels);
+    expect(delta('herd_guard_requests_total', { result: 'stale' })).toBe(stale);
+    expect(delta('herd_guard_requests_total', { result: 'fresh' })).toBe(300 - stale);
+    expect(delta('herd_guard_loads_total', { result: 'ok', trigger: 'refresh' })).toBe(1);
+    expect(sampleValue(after, 'herd_guard_loader_duration_seconds_count', { result: 'ok' })).toBe(2);
+    expect(sampleValue(after, 'herd_guard_store_degraded', { cache: 'catalog' })).toBe(0);
+  });
+
+  it('answers 404 for a missing product from the negative cache, querying the database once', async () => {
+    const server = await startSample();
+    const http = server.getHttpServer();
+    const queriesBefore = await databaseQueries(server);
+    for (let i = 0; i < 20; i += 1) await request(http).get('/products/999999').expect(404);
+    expect((await databaseQueries(server)) - queriesBefore).toBe(1);
+    expect(sampleValue(await metrics(server), 'herd_guard_requests_total', { result: 'negative' })).toBe(19);
+  });
+
+  it('serves the category aggregate from a @Cached method: 200 concurrent requests, one query', async () => {
+    const server = await startSample();
+    const http = server.getHttpServer();
+    const responses = await Promise.all(Array.from({ length: 200 }, () => request(http).get('/categories')));
+    expect(responses.every((response) => response.status === 200 && response.body.length === 8)).toBe(true);
+    expect(await databaseQueries(server)).toBe(1);
+  });
+
+  it('serves the old price at once after an update, then the new one after one refresh', async () => {
+    const server = await startSample({ soft: '1h', hard: '2h' });
+    const http = server.getHttpServer();
+    const original = (await request(http).get('/products/3').expect(200)).body.priceCents as number;
+    await request(http).post('/products/3/price').send({ priceCents: 1 }).expect(200);
+    const stale = await request(http).get('/products/3').expect(200);
+    expect(stale.headers['x-cache']).toBe('STALE');
+    expect(stale.body.priceCents).toBe(original);
+    await sleep(150);
+    const fresh = await request(http).get('/products/3').expect(200);
+    expect(fresh.body.priceCents).toBe(1);
+    await request(http).post('/products/3/price').send({ priceCents: 'free' }).expect(400);
+  });
+
+  it('lists the hottest keys as JSON', async () => {
+    const server = await startSample();
+    const http = server.getHttpServer();
+    for (let i = 0; i < 3; i += 1) await request(http).get('/products/1');
+    await request(http).get('/products/2');
+    const hot = await request(http).get('/cache/hot-keys?top=1').expect(200);
+    expect(hot.body.requested).toEqual([{ key: 'http:GET /products/1', count: 3, error: 0 }]);
+  });
+
+  it('reports health up on the memory store', async () => {
+    const server = await startSample();
+    const health = await request(server.getHttpServer()).get('/health').expect(200);
+    expect(health.body).toMatchObject({ status: 'ok', details: { cache: { status: 'up', store: 'memory' } } });
+  });
+
+  it('reports health degraded (still HTTP 200) when the Redis it runs on is stopped, and keeps serving', async () => {
+    const redis = await RedisServer.start();
+    const server = await startSample({ redisUrl: redis.url });
+    const http = server.getHttpServer();
+    await request(http)
+      .get('/health')
+      .expect(200, /"status":"ok"/);
+    await request(http).get('/products/5').expect(200);
+    await redis.stop();
+    let health = await request(http).get('/health');
+    for (let attempt = 0; attempt < 50 && health.body.status !== 'degraded'; attempt += 1) {
+      await sleep(20);
+      health = await request(http).get('/health');
+    }
+    expect(health.status).toBe(200);
+    expect(health.body).toMatchObject({
+      status: 'degraded',
+      details: { cache: { status: 'degraded', store: 'redis' } },
+    });
+    await request(http).get('/products/5').expect(200);
+    expect(sampleValue(await metrics(server), 'herd_guard_store_degraded', { cache: 'catalog' })).toBe(1);
+  });
+});
