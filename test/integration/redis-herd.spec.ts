@@ -276,6 +276,39 @@ describe('Redis store: lease and write safety', () => {
   });
 });
 
+describe('Redis store: long loads and restarts', () => {
+  it('extends the lease while a load outlives its TTL, so another pod does not load too', async () => {
+    pods = await startPods({
+      count: 2,
+      url: server.url,
+      namespace: namespace(),
+      policy: { leaseTtl: '100ms', waitTimeout: '5s' },
+    });
+    const loader = countedLoader(() => 'slow-value', 500);
+    const first = pods[0]!.engine.getOrLoad('slow', loader);
+    await sleep(300); // three lease TTLs into the load
+    const second = pods[1]!.engine.getOrLoad('slow', loader);
+    await expect(Promise.all([first, second])).resolves.toEqual(['slow-value', 'slow-value']);
+    expect(loader.calls).toBe(1);
+    expect(pods[1]!.engine.stats().leases.contended).toBeGreaterThan(0);
+  });
+
+  it('keeps working after Redis forgets its scripts (NOSCRIPT is handled)', async () => {
+    pods = await startPods({ count: 1, url: server.url, namespace: namespace() });
+    const { engine } = pods[0]!;
+    await engine.getOrLoad('before', async () => 1);
+    const raw = server.client();
+    try {
+      await raw.script('FLUSH');
+    } finally {
+      raw.disconnect();
+    }
+    await expect(engine.getOrLoad('after', async () => 2)).resolves.toBe(2);
+    await expect(engine.expire('after')).resolves.toBe(true);
+    expect(engine.stats().storeErrors).toBe(0);
+  });
+});
+
 describe('engine on Redis: wait timeout', () => {
   it('gives a follower UpstreamUnavailableError when the owner holds the lease past waitTimeout', async () => {
     pods = await startPods({
