@@ -1,19 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { ChildConfig } from '../fixtures/herd-child.js';
 
 const CHILD_SCRIPT = fileURLToPath(new URL('../../.test-build/test/fixtures/herd-child.js', import.meta.url));
 
-export interface ChildPodConfig {
-  readonly redisUrl: string;
-  readonly namespace: string;
-  readonly key: string;
-  readonly callers: number;
-  readonly loaderMs: number;
-  readonly counterKey: string;
-  readonly mode: 'herd' | 'hang';
-  readonly leaseTtlMs: number;
-}
+export type ChildPodConfig = ChildConfig;
 
 export type ChildMessage =
   { event: 'ready' } | { event: 'loading' } | { event: 'done'; values: string[]; errors: number };
