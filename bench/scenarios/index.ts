@@ -1,0 +1,18 @@
+/**
+ * The scenarios `npm run bench` knows, in run order. A new scenario (S7, the HTTP one) is a module
+ * exporting a `Scenario` and one line here.
+ */
+import { s1ColdHerd, s2SoftExpiredHerd, s3HardExpiredHerd } from './herd.js';
+import { s4SteadyChurn } from './s4-steady-churn.js';
+import { s5HitPath } from './s5-hit-path.js';
+import { s6FailingBackend } from './s6-failing-backend.js';
+import { type Scenario } from './scenario.js';
+
+export const SCENARIOS: readonly Scenario[] = [
+  s1ColdHerd,
+  s2SoftExpiredHerd,
+  s3HardExpiredHerd,
+  s4SteadyChurn,
+  s5HitPath,
+  s6FailingBackend,
+];

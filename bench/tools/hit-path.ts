@@ -1,0 +1,97 @@
+/**
+ * The hit path in isolation, for profiling (S5 diagnosis): one hot fresh key read in a loop, by one
+ * caller (`--mode seq`) or 64 (`--mode c64`), through the layers of the read path so each layer's
+ * cost is the difference from the one below it:
+ *   raw            ioredis GET of the envelope key
+ *   raw+decode     the same + decodeEntry (JSON.parse and validation)
+ *   store          RedisStore.get (command timeout, breaker, read coalescing, fallback LRU, decode)
+ *   engine         HerdEngine.getOrLoad over the RedisStore
+ *   engine-memory  HerdEngine.getOrLoad over a MemoryStore
+ *
+ *   npx tsc -p tsconfig.bench.json
+ *   taskset -c 1 node .bench-build/bench/tools/hit-path.js --mode seq
+ *   taskset -c 1 node --cpu-prof --cpu-prof-dir=/tmp/prof .bench-build/bench/tools/hit-path.js --mode seq --subject engine
+ *   node .bench-build/bench/tools/profile-summary.js /tmp/prof/<file>.cpuprofile --ops <ops printed> --filter lib/
+ *
+ * (`taskset -c 1` keeps node and redis-server on one CPU: see harness/cpu-affinity.ts.)
+ */
+import { Redis } from 'ioredis';
+
+import { decodeEntry, HerdEngine, MemoryStore, type ReadOptions, RedisStore } from '../../lib/index.js';
+import { RedisServer } from '../../test/helpers/redis-server.js';
+
+const args = process.argv.slice(2);
+const flag = (name: string, fallback: string): string => {
+  const index = args.indexOf(`--${name}`);
+  return index >= 0 && args[index + 1] !== undefined ? args[index + 1]! : fallback;
+};
+const mode = flag('mode', 'seq');
+const only = flag('subject', 'all');
+const rounds = Number(flag('rounds', '5'));
+const windowMs = Number(flag('window-ms', '500'));
+const callers = mode === 'c64' ? 64 : 1;
+
+const server = await RedisServer.start();
+const store = new RedisStore({ url: server.url, namespace: 'hp' });
+await store.ready();
+const engine = new HerdEngine({ store });
+const memory = new HerdEngine({ store: new MemoryStore() });
+const options: ReadOptions = { policy: { soft: 600_000, hard: 3_600_000 } };
+const loader = async (): Promise<string> => 'x'.repeat(64);
+await engine.getOrLoad('k', loader, options);
+await memory.getOrLoad('k', loader, options);
+const raw = new Redis(server.url, { lazyConnect: true });
+await raw.connect();
+const rawKey = store.keys.for('k').value;
+
+const subjects: Record<string, () => Promise<unknown>> = {
+  raw: () => raw.get(rawKey),
+  'raw+decode': () => raw.get(rawKey).then(decodeEntry),
+  store: () => store.get('k'),
+  engine: () => engine.getOrLoad('k', loader, options),
+  'engine-memory': () => memory.getOrLoad('k', loader, options),
+};
+const chosen = Object.entries(subjects).filter(([name]) => only === 'all' || only.split(',').includes(name));
+
+async function loop(get: () => Promise<unknown>, ms: number): Promise<number> {
+  const endAt = performance.now() + ms;
+  let ops = 0;
+  await Promise.all(
+    Array.from({ length: callers }, async () => {
+      while (performance.now() < endAt) {
+        for (let i = 0; i < 64; i++) await get();
+        ops += 64;
+      }
+    }),
+  );
+  return ops;
+}
+
+const perOp = new Map<string, number[]>(chosen.map(([name]) => [name, []]));
+let totalOps = 0;
+for (const [, get] of chosen) await loop(get, 300);
+for (let round = 0; round < rounds; round++) {
+  for (const [name, get] of chosen) {
+    const startedAt = performance.now();
+    const ops = await loop(get, windowMs);
+    totalOps += ops;
+    perOp.get(name)!.push(((performance.now() - startedAt) * 1000) / ops);
+  }
+}
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const base = median(perOp.get(chosen[0]![0])!);
+console.log(`mode ${mode} (${callers} caller${callers > 1 ? 's' : ''}), median of ${rounds} rounds of ${windowMs} ms`);
+for (const [name, values] of perOp) {
+  const us = median(values);
+  console.log(
+    `${name.padEnd(14)} ${us.toFixed(3).padStart(8)} µs/op  ${(1e6 / us / 1000).toFixed(1).padStart(8)} k ops/s  ` +
+      `vs ${chosen[0]![0]}: ${(base / us).toFixed(2)}x`,
+  );
+}
+console.log(`measured ops (all subjects, excluding warm-up): ${totalOps}`);
+
+await engine.close();
+await memory.close();
+await store.close();
+await raw.quit();
+await server.stop();
