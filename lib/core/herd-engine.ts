@@ -121,6 +121,8 @@ export class HerdEngine {
   /** Per-call policies resolved once per policy object (decorators pass the same object every call). */
   readonly #policies = new WeakMap<CachePolicy, ResolvedPolicy>();
   readonly #flights = new SingleFlight();
+  /** The outcome of the refresh in flight per key, shared by its stale callers; removed when it settles. */
+  readonly #revalidations = new Map<string, Promise<ReadResult<unknown> | undefined>>();
   readonly #backoff: Backoff;
   readonly #now: () => number;
   readonly #random: () => number;
@@ -153,25 +155,12 @@ export class HerdEngine {
 
   /** Returns the value of `key`, loading it with `loader` at most once across all concurrent callers. */
   getOrLoad<T>(key: string, loader: Loader<T>, options?: ReadOptions): Promise<T> {
-    return this.read(key, loader, options).then((result) => result.value);
+    return this.#read(key, loader, options, false) as Promise<T>;
   }
 
   /** Like {@link getOrLoad}, with how the read was answered and the entry's timing. */
-  read<T>(key: string, loader: Loader<T>, options: ReadOptions = {}): Promise<ReadResult<T>> {
-    let policy: ResolvedPolicy;
-    try {
-      this.#assertOpen(key);
-      assertLoader(loader);
-      policy = this.policyFor(options.policy);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    const startedAt = this.#listeners.length > 0 ? performance.now() : 0;
-    const read = this.#storeGet(key);
-    if (read instanceof Promise) {
-      return read.then((found) => this.#route(key, found, loader, policy, options, startedAt));
-    }
-    return Promise.resolve(this.#route(key, read, loader, policy, options, startedAt));
+  read<T>(key: string, loader: Loader<T>, options?: ReadOptions): Promise<ReadResult<T>> {
+    return this.#read(key, loader, options, true) as Promise<ReadResult<T>>;
   }
 
   /** The servable value of `key` without loading: `undefined` when absent or past hard expiry. */
@@ -290,87 +279,149 @@ export class HerdEngine {
 
   // --- the read path -------------------------------------------------------------------------
 
+  /**
+   * One read: the store's answer is routed once per caller. With `full`, callers get a
+   * {@link ReadResult}; without, only the value (no result object per caller on the hot path).
+   */
+  #read<T>(
+    key: string,
+    loader: Loader<T>,
+    options: ReadOptions | undefined,
+    full: boolean,
+  ): Promise<T | ReadResult<T>> {
+    let policy: ResolvedPolicy;
+    try {
+      this.#assertOpen(key);
+      assertLoader(loader);
+      policy = this.policyFor(options?.policy);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const startedAt = this.#listeners.length > 0 ? performance.now() : 0;
+    let found: StoreRead | Promise<StoreRead>;
+    try {
+      found = this.store.get(key);
+    } catch (error) {
+      found = Promise.reject(error);
+    }
+    if (found instanceof Promise) {
+      return found.then(
+        (read) => this.#route(key, read, loader, policy, options, startedAt, full),
+        (error: unknown) =>
+          this.#route(key, this.#storeReadFailed(key, error), loader, policy, options, startedAt, full),
+      );
+    }
+    return Promise.resolve(this.#route(key, found, loader, policy, options, startedAt, full));
+  }
+
   /** Chooses the path for what the store returned. */
   #route<T>(
     key: string,
     found: StoreRead,
     loader: Loader<T>,
     policy: ResolvedPolicy,
-    options: ReadOptions,
+    options: ReadOptions | undefined,
     startedAt: number,
-  ): ReadResult<T> | Promise<ReadResult<T>> {
+    full: boolean,
+  ): T | ReadResult<T> | Promise<T | ReadResult<T>> {
     const entry = this.#decoded(key, found) as Entry<T> | undefined;
     const now = this.#now();
     if (entry !== undefined && isFresh(entry, now)) {
-      if (this.#shouldRefreshEarly(entry, policy, now)) void this.#revalidate(key, loader, policy, entry, options.tags);
-      return this.#answer(key, entry, 'fresh', startedAt);
+      if (this.#shouldRefreshEarly(entry, policy, now)) this.#startRefresh(key, loader, policy, entry, options?.tags);
+      return this.#answer(key, entry, 'fresh', startedAt, full);
     }
     if (entry !== undefined && isServable(entry, now) && policy.staleWhileRevalidate) {
-      const revalidated = this.#revalidate(key, loader, policy, entry, options.tags);
-      return this.#answer(key, entry, 'stale', startedAt, revalidated);
+      if (!full) {
+        this.#startRefresh(key, loader, policy, entry, options?.tags);
+        return this.#answer(key, entry, 'stale', startedAt, false);
+      }
+      const revalidated = this.#revalidation(key, loader, policy, entry, options?.tags);
+      return this.#answer(key, entry, 'stale', startedAt, true, revalidated);
     }
     const stale = entry !== undefined && isServable(entry, now) ? entry : undefined;
-    return this.#loadForCaller(key, loader, policy, options, stale, startedAt);
+    return this.#loadForCaller(key, loader, policy, options, stale, startedAt, full);
   }
 
-  /** Starts (or joins) one background refresh of a stale key, unless the key is backing off. */
-  #revalidate<T>(
+  /** Starts one background refresh of a stale key, unless one runs already or the key is backing off. */
+  #startRefresh<T>(
+    key: string,
+    loader: Loader<T>,
+    policy: ResolvedPolicy,
+    stale: Entry<T>,
+    tags: readonly string[] | undefined,
+  ): void {
+    if (this.#flights.has(key) || this.#backoff.isBackingOff(key, this.#now())) return;
+    const request: FillRequest<T> = { key, loader, policy, stale, tags, force: false, background: true };
+    this.#flights.run(key, () => this.#fill(request)).catch(ignore);
+  }
+
+  /**
+   * {@link #startRefresh} for callers that want to know how it ends: one promise per refresh, shared
+   * by every stale caller of the key, settling with the new result or `undefined`. Never rejects.
+   */
+  #revalidation<T>(
     key: string,
     loader: Loader<T>,
     policy: ResolvedPolicy,
     stale: Entry<T>,
     tags: readonly string[] | undefined,
   ): Promise<ReadResult<T> | undefined> {
+    const pending = this.#revalidations.get(key) as Promise<ReadResult<T> | undefined> | undefined;
+    if (pending !== undefined) return pending;
     if (this.#backoff.isBackingOff(key, this.#now())) return NO_REVALIDATION;
     const request: FillRequest<T> = { key, loader, policy, stale, tags, force: false, background: true };
-    return this.#flights
-      .do(key, () => this.#fill(request))
+    const revalidated = this.#flights
+      .run(key, () => this.#fill(request))
       .then(
-        ({ value: fill }) =>
-          fill.loaded || isNewer(fill.entry, stale) ? toResult(fill.entry as Entry<T>, 'miss') : undefined,
+        (fill) => (fill.loaded || isNewer(fill.entry, stale) ? toResult(fill.entry as Entry<T>, 'miss') : undefined),
         () => undefined,
       );
+    this.#revalidations.set(key, revalidated);
+    void revalidated.then(() => {
+      if (this.#revalidations.get(key) === revalidated) this.#revalidations.delete(key);
+    });
+    return revalidated;
   }
 
   /** A caller with nothing it may be given at once: join or start the load, bounded by its own limits. */
-  async #loadForCaller<T>(
+  #loadForCaller<T>(
     key: string,
     loader: Loader<T>,
     policy: ResolvedPolicy,
-    options: ReadOptions,
+    options: ReadOptions | undefined,
     stale: Entry<T> | undefined,
     startedAt: number,
-  ): Promise<ReadResult<T>> {
+    full: boolean,
+  ): Promise<T | ReadResult<T>> {
     if (this.#flights.has(key)) this.#emit({ type: 'coalesced', key });
-    const request: FillRequest<T> = { key, loader, policy, stale, tags: options.tags, force: false, background: false };
-    try {
-      const { value: fill } = await this.#flights.do(key, () => this.#fill(request), {
-        signal: options.signal,
-        timeoutMs: this.#callerTimeoutMs(options, policy, stale),
-      });
-      const now = this.#now();
-      // A joined refresh may hand back a value that expired while it ran: never serve it.
-      if (!fill.loaded && !isServable(fill.entry, now)) throw new UpstreamUnavailableError(key, 0);
-      const path: ReadPath = fill.loaded
-        ? 'miss'
-        : isFresh(fill.entry, now)
-          ? fill.entry === stale
-            ? 'fresh'
-            : 'miss'
-          : 'stale';
-      return this.#answer(key, fill.entry as Entry<T>, path, startedAt);
-    } catch (error) {
-      if (stale !== undefined && !(error instanceof WaitAbortedError) && isServable(stale, this.#now())) {
-        // Waited longer than loaderSoftTimeout (or its own timeout), or the shared load failed.
-        this.#emit({
-          type: 'stale-on-error',
-          key,
-          reason: error instanceof LoaderFailedError ? 'loader-failed' : 'loader-timeout',
-        });
-        return this.#answer(key, stale, 'stale', startedAt);
-      }
-      throw error;
-    }
+    const tags = options?.tags;
+    const start = (): Promise<Fill> =>
+      this.#fill({ key, loader, policy, stale, tags, force: false, background: false });
+    const timeoutMs = this.#callerTimeoutMs(options, policy, stale);
+    const limits =
+      options?.signal === undefined && timeoutMs === undefined ? undefined : { signal: options?.signal, timeoutMs };
+    return this.#flights.run(key, start, limits).then(
+      (fill) => {
+        const now = this.#now();
+        if (fill.loaded) return this.#answer(key, fill.entry as Entry<T>, 'miss', startedAt, full);
+        // A joined refresh may hand back a value that expired while it ran: never serve it.
+        if (!isServable(fill.entry, now)) {
+          if (stale !== undefined && isServable(stale, now)) return this.#answer(key, stale, 'stale', startedAt, full);
+          throw new UpstreamUnavailableError(key, 0);
+        }
+        const path: ReadPath = !isFresh(fill.entry, now) ? 'stale' : fill.entry === stale ? 'fresh' : 'miss';
+        return this.#answer(key, fill.entry as Entry<T>, path, startedAt, full);
+      },
+      (error: unknown) => {
+        if (stale !== undefined && !(error instanceof WaitAbortedError) && isServable(stale, this.#now())) {
+          // Waited longer than loaderSoftTimeout (or its own timeout), or the shared load failed.
+          const reason = error instanceof LoaderFailedError ? 'loader-failed' : 'loader-timeout';
+          this.#emit({ type: 'stale-on-error', key, reason });
+          return this.#answer(key, stale, 'stale', startedAt, full);
+        }
+        throw error;
+      },
+    );
   }
 
   /**
@@ -583,8 +634,12 @@ export class HerdEngine {
     );
   }
 
-  #callerTimeoutMs(options: ReadOptions, policy: ResolvedPolicy, stale: Entry | undefined): number | undefined {
-    const own = options.timeout === undefined ? undefined : parseDuration(options.timeout, 'timeout');
+  #callerTimeoutMs(
+    options: ReadOptions | undefined,
+    policy: ResolvedPolicy,
+    stale: Entry | undefined,
+  ): number | undefined {
+    const own = options?.timeout === undefined ? undefined : parseDuration(options.timeout, 'timeout');
     const soft = stale === undefined ? undefined : policy.loaderSoftTimeoutMs;
     if (own === undefined) return soft;
     return soft === undefined ? own : Math.min(own, soft);
@@ -595,8 +650,9 @@ export class HerdEngine {
     entry: Entry<T>,
     path: ReadPath,
     startedAt: number,
+    full: boolean,
     revalidated?: Promise<ReadResult<T> | undefined>,
-  ): ReadResult<T> {
+  ): T | ReadResult<T> {
     const negative = isNegative(entry);
     this.#stats.countRead(path, negative);
     if (this.#listeners.length > 0) {
@@ -608,7 +664,7 @@ export class HerdEngine {
         durationMs: startedAt === 0 ? 0 : performance.now() - startedAt,
       });
     }
-    return toResult(entry, path, revalidated);
+    return full ? toResult(entry, path, revalidated) : entry.value;
   }
 
   /** Reads the store; a failing store is reported and read as a miss (the caller then loads). */
@@ -685,13 +741,17 @@ function newestServable(a: Entry | undefined, b: Entry | undefined, now: number)
 }
 
 function toResult<T>(entry: Entry<T>, path: ReadPath, revalidated?: Promise<ReadResult<T> | undefined>): ReadResult<T> {
-  const result = {
+  return {
     value: entry.value,
     path,
     negative: isNegative(entry),
     createdAt: entry.createdAt,
     softExpireAt: entry.softExpireAt,
     hardExpireAt: entry.hardExpireAt,
+    revalidated,
   };
-  return revalidated === undefined ? result : { ...result, revalidated };
+}
+
+function ignore(): void {
+  // A background refresh reports its outcome through events; nobody awaits it.
 }

@@ -47,15 +47,16 @@ export class SingleFlight {
    * synchronous throw from `fn` is delivered like a rejection.
    */
   do<T>(key: string, fn: () => Promise<T> | T, options?: WaitOptions): Promise<FlightResult<T>> {
-    const existing = this.#calls.get(key);
-    const shared = existing !== undefined;
-    const call = existing ?? this.#start(key, fn);
+    const shared = this.#calls.has(key);
+    return this.run(key, fn, options).then((value) => ({ value, shared }));
+  }
+
+  /** {@link do} without the `shared` flag: the outcome itself (callers without limits share one promise). */
+  run<T>(key: string, fn: () => Promise<T> | T, options?: WaitOptions): Promise<T> {
+    const call = this.#calls.get(key) ?? this.#start(key, fn);
     const outcome = call.promise as Promise<T>;
-    const wait =
-      options === undefined || (options.signal === undefined && options.timeoutMs === undefined)
-        ? outcome
-        : this.#limitWait(key, outcome, options);
-    return wait.then((value) => ({ value, shared }));
+    if (options === undefined || (options.signal === undefined && options.timeoutMs === undefined)) return outcome;
+    return this.#limitWait(key, outcome, options);
   }
 
   /**

@@ -28,6 +28,11 @@ export class RedisKeys {
     return { value: `${base}:v`, lease: `${base}:l`, fence: `${base}:f` };
   }
 
+  /** The envelope's key alone (the hot path needs nothing else). */
+  valueKey(key: string): string {
+    return `${this.namespace}:{${slotTag(key)}}:v`;
+  }
+
   tag(tag: string): string {
     return `${this.namespace}:t:{${slotTag(tag)}}`;
   }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Command, Redis, type RedisOptions } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import { parseDuration } from '../../core/duration.js';
 import { type Entry, decodeEntry, encodeEntry, markedStale } from '../../core/entry.js';
@@ -18,9 +18,16 @@ import {
   type StoreRead,
 } from '../herd-store.interface.js';
 import { CircuitBreaker } from './circuit-breaker.js';
+import { CommandDeadlines } from './command-deadlines.js';
 import type { RedisStoreOptions } from './redis-store.options.js';
 import { RedisKeys } from './redis-keys.js';
 import { ACQUIRE_LEASE, EXTEND_LEASE, INDEX_TAG, MARK_STALE, RELEASE_LEASE, SET_AND_RELEASE } from './redis-scripts.js';
+
+/** An envelope this process saw, and the string it was read from (`undefined` when not known). */
+interface SeenEntry {
+  readonly entry: Entry;
+  readonly raw: string | undefined;
+}
 
 /** The scripts registered on the client by `defineCommand`, typed locally (no global augmentation). */
 interface HerdGuardCommands {
@@ -76,8 +83,12 @@ export class RedisStore implements HerdStore {
   readonly #signals = new FillSignals();
   readonly #breaker: CircuitBreaker;
   readonly #commandTimeoutMs: number;
-  /** Last envelope seen per key, served only while Redis cannot answer. */
-  readonly #fallback: LRUCache<string, Entry> | undefined;
+  /**
+   * Last envelope seen per key, with the string it was read from: served while Redis cannot answer,
+   * and reused when a GET returns the same string again (no second JSON.parse of an unchanged value).
+   */
+  readonly #fallback: LRUCache<string, SeenEntry> | undefined;
+  readonly #deadlines: CommandDeadlines;
   /**
    * GETs in flight, shared by concurrent readers of a key. An entry is dropped when a fill of the key
    * is announced or written here, so a read that starts after a fill never joins an older GET.
@@ -92,6 +103,7 @@ export class RedisStore implements HerdStore {
     const namespace = options.namespace ?? 'hg';
     this.keys = new RedisKeys(namespace);
     this.#commandTimeoutMs = parseDuration(options.commandTimeout ?? '500ms', 'redis.commandTimeout');
+    this.#deadlines = new CommandDeadlines(this.#commandTimeoutMs);
     this.#breaker = new CircuitBreaker(
       options.breakerThreshold ?? 5,
       parseDuration(options.breakerCooldown ?? '2s', 'redis.breakerCooldown'),
@@ -136,18 +148,41 @@ export class RedisStore implements HerdStore {
     }
   }
 
+  /**
+   * One GET, shared by concurrent readers of the key. Built as an ioredis Command so a late reply
+   * can be rejected on the command itself: the breaker and time limit of {@link #command} without a
+   * wrapping promise, and all bookkeeping in one step (this is the hot path of every hit).
+   */
   get(key: string): Promise<StoreRead> {
     const inflight = this.#reads.get(key);
     if (inflight !== undefined) return inflight;
-    const read = this.#command('get', key, () => this.#client.get(this.keys.for(key).value)).then(
-      (raw) => this.#decodeRead(key, raw),
-      (error: unknown) => this.#fallbackFor(key, error),
+    const refusal = this.#refusal('get', key);
+    if (refusal !== undefined) return Promise.reject(refusal).catch((error: unknown) => this.#fallbackFor(key, error));
+    const command = new Command('get', [this.keys.valueKey(key)], {
+      keyPrefix: this.#client.options.keyPrefix,
+      replyEncoding: 'utf8',
+    });
+    const pending = this.#deadlines.track(() => {
+      const error = new StoreError('get', `no reply within ${this.#commandTimeoutMs} ms (redis.commandTimeout)`, {
+        key,
+      });
+      this.#breaker.failure(error);
+      command.reject(error);
+    });
+    const read: Promise<StoreRead> = (command.promise as Promise<string | null>).then(
+      (raw) => {
+        if (this.#deadlines.settle(pending)) this.#breaker.success();
+        if (this.#reads.get(key) === read) this.#reads.delete(key);
+        return this.#decodeRead(key, raw);
+      },
+      (error: unknown) => {
+        if (this.#deadlines.settle(pending)) this.#countFailure(error);
+        if (this.#reads.get(key) === read) this.#reads.delete(key);
+        return this.#fallbackFor(key, this.#wrap('get', key, error));
+      },
     );
     this.#reads.set(key, read);
-    const forget = (): void => {
-      if (this.#reads.get(key) === read) this.#reads.delete(key);
-    };
-    read.then(forget, forget);
+    this.#client.sendCommand(command);
     return read;
   }
 
@@ -155,7 +190,7 @@ export class RedisStore implements HerdStore {
     const envelope = this.#encode(key, entry);
     const layout = this.keys.for(key);
     // Remembered first, so a value loaded while Redis is down is still served from this process.
-    this.#remember(key, entry);
+    this.#remember(key, entry, envelope);
     const pxMs = Math.max(1, Math.ceil(entry.hardExpireAt - Date.now()));
     const written = await this.#command('set', key, () =>
       this.#client.herdGuardSetRelease(
@@ -176,18 +211,18 @@ export class RedisStore implements HerdStore {
   }
 
   async delete(key: string): Promise<void> {
-    await this.#command('delete', key, () => this.#client.del(this.keys.for(key).value));
+    await this.#command('delete', key, () => this.#client.del(this.keys.valueKey(key)));
     this.#reads.delete(key);
     this.#fallback?.delete(key);
   }
 
   async markStale(key: string, now: number): Promise<boolean> {
     const marked = await this.#command('mark-stale', key, () =>
-      this.#client.herdGuardMarkStale(this.keys.for(key).value, Math.floor(now)),
+      this.#client.herdGuardMarkStale(this.keys.valueKey(key), Math.floor(now)),
     );
     this.#reads.delete(key);
     const seen = this.#fallback?.get(key);
-    if (seen !== undefined) this.#fallback?.set(key, markedStale(seen, now));
+    if (seen !== undefined) this.#fallback?.set(key, { entry: markedStale(seen.entry, now), raw: undefined });
     return marked === 1;
   }
 
@@ -239,6 +274,7 @@ export class RedisStore implements HerdStore {
     if (this.#closed) return;
     this.#closed = true;
     this.#signals.notifyAll();
+    this.#deadlines.expireAll();
     await Promise.all([
       closeConnection(this.#subscriber),
       this.#ownsClient ? closeConnection(this.#client) : Promise.resolve(),
@@ -246,58 +282,75 @@ export class RedisStore implements HerdStore {
   }
 
   /** Sends one command through the breaker, with a time limit; failures count towards opening it. */
-  async #command<T>(operation: string, key: string | undefined, send: () => Promise<T>): Promise<T> {
-    if (this.#closed) throw new StoreError(operation, 'the store is closed', { key });
-    if (!this.#breaker.allow())
-      throw new StoreError(operation, 'Redis is unavailable (circuit breaker open)', {
-        key,
-        cause: this.#breaker.lastError,
+  #command<T>(operation: string, key: string | undefined, send: () => Promise<T>): Promise<T> {
+    const refusal = this.#refusal(operation, key);
+    if (refusal !== undefined) return Promise.reject(refusal);
+    return new Promise<T>((resolve, reject) => {
+      const pending = this.#deadlines.track(() => {
+        const error = new StoreError(operation, `no reply within ${this.#commandTimeoutMs} ms (redis.commandTimeout)`, {
+          key,
+        });
+        this.#breaker.failure(error);
+        reject(error);
       });
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new StoreError(operation, `no reply within ${this.#commandTimeoutMs} ms (redis.commandTimeout)`, { key }),
-          ),
-        this.#commandTimeoutMs,
+      send().then(
+        (result) => {
+          if (!this.#deadlines.settle(pending)) return;
+          this.#breaker.success();
+          resolve(result);
+        },
+        (error: unknown) => {
+          if (!this.#deadlines.settle(pending)) return;
+          this.#countFailure(error);
+          reject(this.#wrap(operation, key, error));
+        },
       );
     });
-    try {
-      const result = await Promise.race([send(), timeout]);
-      this.#breaker.success();
-      return result;
-    } catch (error) {
-      // A reply error means Redis answered: it is alive, so it does not count towards the breaker.
-      if (isReplyError(error)) this.#breaker.success();
-      else this.#breaker.failure(error);
-      throw error instanceof StoreError
-        ? error
-        : new StoreError(operation, describe(error) ?? 'unknown error', { key, cause: error });
-    } finally {
-      clearTimeout(timer);
-    }
+  }
+
+  /** Why a command must not be sent now (store closed, breaker open), or `undefined`. */
+  #refusal(operation: string, key: string | undefined): StoreError | undefined {
+    if (this.#closed) return new StoreError(operation, 'the store is closed', { key });
+    if (this.#breaker.allow()) return undefined;
+    return new StoreError(operation, 'Redis is unavailable (circuit breaker open)', {
+      key,
+      cause: this.#breaker.lastError,
+    });
+  }
+
+  /** A reply error means Redis answered: it is alive, so it does not count towards the breaker. */
+  #countFailure(error: unknown): void {
+    if (isReplyError(error)) this.#breaker.success();
+    else this.#breaker.failure(error);
+  }
+
+  #wrap(operation: string, key: string | undefined, error: unknown): StoreError {
+    return error instanceof StoreError
+      ? error
+      : new StoreError(operation, describe(error) ?? 'unknown error', { key, cause: error });
   }
 
   #decodeRead(key: string, raw: string | null): StoreRead {
     if (raw === null) return undefined;
+    const seen = this.#fallback?.get(key);
+    if (seen !== undefined && seen.raw === raw) return seen.entry;
     const entry = decodeEntry(raw);
     if (entry === undefined) return CORRUPT_ENTRY;
-    this.#remember(key, entry);
+    this.#remember(key, entry, raw);
     return entry;
   }
 
-  #remember(key: string, entry: Entry): void {
+  #remember(key: string, entry: Entry, raw: string | undefined): void {
     if (this.#fallback === undefined) return;
     const seen = this.#fallback.get(key);
-    if (seen === undefined || seen.createdAt <= entry.createdAt) this.#fallback.set(key, entry);
+    if (seen === undefined || seen.entry.createdAt <= entry.createdAt) this.#fallback.set(key, { entry, raw });
   }
 
   /** Redis could not answer: the envelope seen last, if any, else the error. Foreign data reads as corrupt. */
   #fallbackFor(key: string, error: unknown): StoreRead {
     if (isWrongType(error)) return CORRUPT_ENTRY;
     const seen = this.#fallback?.get(key);
-    if (seen !== undefined) return seen;
+    if (seen !== undefined) return seen.entry;
     throw error;
   }
 
