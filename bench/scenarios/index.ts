@@ -6,6 +6,7 @@ import { s1ColdHerd, s2SoftExpiredHerd, s3HardExpiredHerd } from './herd.js';
 import { s4SteadyChurn } from './s4-steady-churn.js';
 import { s5HitPath } from './s5-hit-path.js';
 import { s6FailingBackend } from './s6-failing-backend.js';
+import { s7Http } from './s7-http.js';
 import { type Scenario } from './scenario.js';
 
 export const SCENARIOS: readonly Scenario[] = [
@@ -15,4 +16,5 @@ export const SCENARIOS: readonly Scenario[] = [
   s4SteadyChurn,
   s5HitPath,
   s6FailingBackend,
+  s7Http,
 ];

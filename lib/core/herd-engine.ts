@@ -103,6 +103,15 @@ interface FillRequest<T> {
   readonly background: boolean;
 }
 
+/** One store read and its routing, shared by the callers of a key that arrive while it is out. */
+interface SharedRead {
+  /** Callers that joined after the first. Written by `#read` while the read is in the map only. */
+  joiners: number;
+  readonly options: ReadOptions | undefined;
+  /** The first caller's answer, which every joiner receives. Written once, right after creation. */
+  promise: Promise<unknown>;
+}
+
 type LeaseOutcome =
   | { readonly kind: 'owner'; readonly lease: Lease; readonly current: Entry | undefined }
   | { readonly kind: 'contended'; readonly current: Entry | undefined }
@@ -121,6 +130,8 @@ export class HerdEngine {
   /** Per-call policies resolved once per policy object (decorators pass the same object every call). */
   readonly #policies = new WeakMap<CachePolicy, ResolvedPolicy>();
   readonly #flights = new SingleFlight();
+  /** Store reads still out per key, joined by callers with the same options; removed when the read returns. */
+  readonly #sharedReads = new Map<string, SharedRead>();
   /** The outcome of the refresh in flight per key, shared by its stale callers; removed when it settles. */
   readonly #revalidations = new Map<string, Promise<ReadResult<unknown> | undefined>>();
   readonly #backoff: Backoff;
@@ -297,6 +308,14 @@ export class HerdEngine {
     } catch (error) {
       return Promise.reject(error);
     }
+    if (!full) {
+      // Callers of a key with the same options share a store read still out (and its routing).
+      const shared = this.#sharedReads.get(key);
+      if (shared !== undefined && shared.options === options) {
+        shared.joiners += 1;
+        return shared.promise as Promise<T>;
+      }
+    }
     const startedAt = this.#listeners.length > 0 ? performance.now() : 0;
     let found: StoreRead | Promise<StoreRead>;
     try {
@@ -304,14 +323,30 @@ export class HerdEngine {
     } catch (error) {
       found = Promise.reject(error);
     }
-    if (found instanceof Promise) {
-      return found.then(
-        (read) => this.#route(key, read, loader, policy, options, startedAt, full),
-        (error: unknown) =>
-          this.#route(key, this.#storeReadFailed(key, error), loader, policy, options, startedAt, full),
-      );
+    if (!(found instanceof Promise)) {
+      return Promise.resolve(this.#route(key, found, loader, policy, options, startedAt, full, undefined));
     }
-    return Promise.resolve(this.#route(key, found, loader, policy, options, startedAt, full));
+    const shared: SharedRead | undefined = full ? undefined : { joiners: 0, options, promise: NO_REVALIDATION };
+    const routed = found.then(
+      (read) => {
+        this.#unshare(key, shared);
+        return this.#route(key, read, loader, policy, options, startedAt, full, shared);
+      },
+      (error: unknown) => {
+        this.#unshare(key, shared);
+        return this.#route(key, this.#storeReadFailed(key, error), loader, policy, options, startedAt, full, shared);
+      },
+    );
+    if (shared !== undefined) {
+      shared.promise = routed;
+      this.#sharedReads.set(key, shared);
+    }
+    return routed;
+  }
+
+  /** The store read came back: later callers start their own (they must see writes made since). */
+  #unshare(key: string, shared: SharedRead | undefined): void {
+    if (shared !== undefined && this.#sharedReads.get(key) === shared) this.#sharedReads.delete(key);
   }
 
   /** Chooses the path for what the store returned. */
@@ -323,23 +358,24 @@ export class HerdEngine {
     options: ReadOptions | undefined,
     startedAt: number,
     full: boolean,
+    shared: SharedRead | undefined,
   ): T | ReadResult<T> | Promise<T | ReadResult<T>> {
     const entry = this.#decoded(key, found) as Entry<T> | undefined;
     const now = this.#now();
     if (entry !== undefined && isFresh(entry, now)) {
       if (this.#shouldRefreshEarly(entry, policy, now)) this.#startRefresh(key, loader, policy, entry, options?.tags);
-      return this.#answer(key, entry, 'fresh', startedAt, full);
+      return this.#answer(key, entry, 'fresh', startedAt, full, shared);
     }
     if (entry !== undefined && isServable(entry, now) && policy.staleWhileRevalidate) {
       if (!full) {
         this.#startRefresh(key, loader, policy, entry, options?.tags);
-        return this.#answer(key, entry, 'stale', startedAt, false);
+        return this.#answer(key, entry, 'stale', startedAt, false, shared);
       }
       const revalidated = this.#revalidation(key, loader, policy, entry, options?.tags);
-      return this.#answer(key, entry, 'stale', startedAt, true, revalidated);
+      return this.#answer(key, entry, 'stale', startedAt, true, undefined, revalidated);
     }
     const stale = entry !== undefined && isServable(entry, now) ? entry : undefined;
-    return this.#loadForCaller(key, loader, policy, options, stale, startedAt, full);
+    return this.#loadForCaller(key, loader, policy, options, stale, startedAt, full, shared);
   }
 
   /** Starts one background refresh of a stale key, unless one runs already or the key is backing off. */
@@ -392,8 +428,11 @@ export class HerdEngine {
     stale: Entry<T> | undefined,
     startedAt: number,
     full: boolean,
+    shared: SharedRead | undefined,
   ): Promise<T | ReadResult<T>> {
-    if (this.#flights.has(key)) this.#emit({ type: 'coalesced', key });
+    // This caller and those sharing its read join a load already running; or only they join this one.
+    const joined = (this.#flights.has(key) ? 1 : 0) + (shared?.joiners ?? 0);
+    for (let i = 0; i < joined; i += 1) this.#emit({ type: 'coalesced', key });
     const tags = options?.tags;
     const start = (): Promise<Fill> =>
       this.#fill({ key, loader, policy, stale, tags, force: false, background: false });
@@ -403,21 +442,22 @@ export class HerdEngine {
     return this.#flights.run(key, start, limits).then(
       (fill) => {
         const now = this.#now();
-        if (fill.loaded) return this.#answer(key, fill.entry as Entry<T>, 'miss', startedAt, full);
+        if (fill.loaded) return this.#answer(key, fill.entry as Entry<T>, 'miss', startedAt, full, shared);
         // A joined refresh may hand back a value that expired while it ran: never serve it.
         if (!isServable(fill.entry, now)) {
-          if (stale !== undefined && isServable(stale, now)) return this.#answer(key, stale, 'stale', startedAt, full);
+          if (stale !== undefined && isServable(stale, now))
+            return this.#answer(key, stale, 'stale', startedAt, full, shared);
           throw new UpstreamUnavailableError(key, 0);
         }
         const path: ReadPath = !isFresh(fill.entry, now) ? 'stale' : fill.entry === stale ? 'fresh' : 'miss';
-        return this.#answer(key, fill.entry as Entry<T>, path, startedAt, full);
+        return this.#answer(key, fill.entry as Entry<T>, path, startedAt, full, shared);
       },
       (error: unknown) => {
         if (stale !== undefined && !(error instanceof WaitAbortedError) && isServable(stale, this.#now())) {
           // Waited longer than loaderSoftTimeout (or its own timeout), or the shared load failed.
           const reason = error instanceof LoaderFailedError ? 'loader-failed' : 'loader-timeout';
           this.#emit({ type: 'stale-on-error', key, reason });
-          return this.#answer(key, stale, 'stale', startedAt, full);
+          return this.#answer(key, stale, 'stale', startedAt, full, shared);
         }
         throw error;
       },
@@ -645,24 +685,22 @@ export class HerdEngine {
     return soft === undefined ? own : Math.min(own, soft);
   }
 
+  /** Counts and reports the read (for every caller sharing it), and gives the caller its answer. */
   #answer<T>(
     key: string,
     entry: Entry<T>,
     path: ReadPath,
     startedAt: number,
     full: boolean,
+    shared?: SharedRead,
     revalidated?: Promise<ReadResult<T> | undefined>,
   ): T | ReadResult<T> {
     const negative = isNegative(entry);
-    this.#stats.countRead(path, negative);
+    const callers = 1 + (shared?.joiners ?? 0);
+    this.#stats.countRead(path, negative, callers);
     if (this.#listeners.length > 0) {
-      this.#emit({
-        type: 'read',
-        key,
-        path,
-        negative,
-        durationMs: startedAt === 0 ? 0 : performance.now() - startedAt,
-      });
+      const durationMs = startedAt === 0 ? 0 : performance.now() - startedAt;
+      for (let i = 0; i < callers; i += 1) this.#emit({ type: 'read', key, path, negative, durationMs });
     }
     return full ? toResult(entry, path, revalidated) : entry.value;
   }

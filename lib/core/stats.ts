@@ -36,12 +36,12 @@ export class EngineStats {
   #corrupt = 0;
   #storeErrors = 0;
 
-  countRead(path: ReadPath, negative: boolean): void {
-    if (path === 'fresh') this.#fresh += 1;
-    else if (path === 'stale') this.#stale += 1;
-    else this.#miss += 1;
+  countRead(path: ReadPath, negative: boolean, callers = 1): void {
+    if (path === 'fresh') this.#fresh += callers;
+    else if (path === 'stale') this.#stale += callers;
+    else this.#miss += callers;
     // A negative hit: a cached "not found" answered without loading.
-    if (negative && path !== 'miss') this.#negative += 1;
+    if (negative && path !== 'miss') this.#negative += callers;
   }
 
   count(event: HerdEvent): void {

@@ -7,7 +7,7 @@ import {
   StreamableFile,
 } from '@nestjs/common';
 import { HttpAdapterHost, Reflector } from '@nestjs/core';
-import { type Observable, lastValueFrom, of } from 'rxjs';
+import { type Observable, from, lastValueFrom } from 'rxjs';
 import type { ReadResult } from '../core/herd-engine.js';
 import { LoaderFailedError } from '../errors/loader-failed.error.js';
 import { HERD_GUARD_ROUTE, HERD_GUARD_SKIP } from '../herd-guard.constants.js';
@@ -51,8 +51,8 @@ type HttpRequest = {
 export class HerdGuardInterceptor implements NestInterceptor {
   /** Route options per handler, read once (the policy object must stay the same for the engine's cache). */
   readonly #routes = new WeakMap<object, RouteConfig>();
-  /** Whether each handler is declared to return a StreamableFile, read once. */
-  readonly #streams = new WeakMap<object, boolean>();
+  /** Whether each handler may be cached at all (`@SkipCache()`, StreamableFile), read once. */
+  readonly #cacheable = new WeakMap<object, boolean>();
 
   constructor(
     protected readonly herd: HerdGuardService,
@@ -60,29 +60,54 @@ export class HerdGuardInterceptor implements NestInterceptor {
     @Optional() protected readonly httpAdapterHost?: HttpAdapterHost,
   ) {}
 
-  async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> | Promise<Observable<unknown>> {
     // Check: only GET/HEAD routes that may be cached, each request once.
     if (!this.isRequestCacheable(context)) return next.handle();
     const request = context.switchToHttp().getRequest<HttpRequest>();
     if (request[HANDLED] === true) return next.handle();
-    // Key: method + path + sorted query (+ vary headers, + scope).
-    const route = this.routeConfigOf(context);
-    const scope = await this.scopeKey(context);
-    const key = await this.trackBy(context, scope);
+    // Key: method + path + sorted query (+ vary headers, + scope). Hooks may answer asynchronously.
+    const scope = this.scopeKey(context);
+    if (scope instanceof Promise) return scope.then((resolved) => this.#withScope(context, next, request, resolved));
+    return this.#withScope(context, next, request, scope);
+  }
+
+  #withScope(
+    context: ExecutionContext,
+    next: CallHandler,
+    request: HttpRequest,
+    scope: string | undefined,
+  ): Observable<unknown> | Promise<Observable<unknown>> {
+    const key = this.trackBy(context, scope);
+    if (key instanceof Promise) return key.then((resolved) => this.#cached(context, next, request, scope, resolved));
+    return this.#cached(context, next, request, scope, key);
+  }
+
+  /** Read: fresh, stale (one background refresh) or one coalesced run of the handler. */
+  #cached(
+    context: ExecutionContext,
+    next: CallHandler,
+    request: HttpRequest,
+    scope: string | undefined,
+    key: string | undefined,
+  ): Observable<unknown> {
     if (key === undefined) return next.handle();
     request[HANDLED] = true;
-    // Read: fresh, stale (one background refresh) or one coalesced run of the handler.
-    let result: ReadResult<unknown>;
-    try {
-      const tags = typeof route.tags === 'function' ? route.tags(context) : route.tags;
-      result = await this.herd.read(key, () => this.#runHandler(next), { policy: route.policy, tags });
-    } catch (error) {
-      if (error instanceof LoaderFailedError && error.cause instanceof UncacheableBody) return of(error.cause.body);
-      // The handler's own error (HttpException included), as if no interceptor were there.
-      throw error instanceof LoaderFailedError ? error.cause : error;
-    }
-    this.setCacheHeaders(context, result, scope !== undefined, route.vary);
-    return of(result.value);
+    const route = this.routeConfigOf(context);
+    const tags = typeof route.tags === 'function' ? route.tags(context) : route.tags;
+    const answer = this.herd
+      .read(key, () => this.#runHandler(next), { policy: route.policy, tags })
+      .then(
+        (result) => {
+          this.setCacheHeaders(context, result, scope !== undefined, route.vary);
+          return result.value;
+        },
+        (error: unknown) => {
+          if (error instanceof LoaderFailedError && error.cause instanceof UncacheableBody) return error.cause.body;
+          // The handler's own error (HttpException included), as if no interceptor were there.
+          throw error instanceof LoaderFailedError ? error.cause : error;
+        },
+      );
+    return from(answer);
   }
 
   /**
@@ -93,9 +118,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
     if (context.getType() !== 'http') return false;
     const method = this.#methodOf(context.switchToHttp().getRequest<HttpRequest>());
     if (method !== 'GET' && method !== 'HEAD') return false;
-    const targets = [context.getHandler(), context.getClass()];
-    if (this.reflector.getAllAndOverride<boolean | undefined>(HERD_GUARD_SKIP, targets) === true) return false;
-    return !this.#declaresStream(context);
+    return this.#handlerCacheable(context);
   }
 
   /**
@@ -165,14 +188,17 @@ export class HerdGuardInterceptor implements NestInterceptor {
     return body;
   }
 
-  #declaresStream(context: ExecutionContext): boolean {
+  /** Not `@SkipCache()` and not declared to return a StreamableFile: decided once per handler. */
+  #handlerCacheable(context: ExecutionContext): boolean {
     const handler = context.getHandler();
-    let streams = this.#streams.get(handler);
-    if (streams === undefined) {
-      streams = declaresStream(context);
-      this.#streams.set(handler, streams);
+    let cacheable = this.#cacheable.get(handler);
+    if (cacheable === undefined) {
+      const targets = [handler, context.getClass()];
+      const skipped = this.reflector.getAllAndOverride<boolean | undefined>(HERD_GUARD_SKIP, targets) === true;
+      cacheable = !skipped && !declaresStream(context);
+      this.#cacheable.set(handler, cacheable);
     }
-    return streams;
+    return cacheable;
   }
 
   #methodOf(request: HttpRequest): string {

@@ -127,11 +127,23 @@ export class PrometheusMetrics {
       sources.set(cache, engine);
     }
 
+    // Reads are the hot path: bind their label sets once instead of hashing labels per event.
+    const readCounters = {
+      fresh: requests.labels({ cache, result: 'fresh' }),
+      stale: requests.labels({ cache, result: 'stale' }),
+      miss: requests.labels({ cache, result: 'miss' }),
+      negative: requests.labels({ cache, result: 'negative' }),
+    };
+    const readTimers = {
+      fresh: requestSeconds.labels({ cache, path: 'fresh' }),
+      stale: requestSeconds.labels({ cache, path: 'stale' }),
+      miss: requestSeconds.labels({ cache, path: 'miss' }),
+    };
     this.#unsubscribe = engine.onEvent((event: HerdEvent) => {
       switch (event.type) {
         case 'read':
-          requests.inc({ cache, result: event.negative && event.path !== 'miss' ? 'negative' : event.path });
-          requestSeconds.observe({ cache, path: event.path }, event.durationMs / 1_000);
+          readCounters[event.negative && event.path !== 'miss' ? 'negative' : event.path].inc();
+          readTimers[event.path].observe(event.durationMs / 1_000);
           break;
         case 'coalesced':
           coalesced.inc({ cache });

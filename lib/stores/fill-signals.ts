@@ -31,6 +31,11 @@ export class FillSignals {
     return watcher;
   }
 
+  /** True while a follower watches `key`. */
+  has(key: string): boolean {
+    return this.#watchers.has(key);
+  }
+
   notify(key: string): void {
     const set = this.#watchers.get(key);
     if (set === undefined) return;

@@ -25,8 +25,9 @@ return {1, encoded, current}
 `;
 
 /**
- * KEYS: value, lease. ARGV: envelope, px ms, createdAt, token ('' for none), channel, message.
- * Writes unless the stored envelope is newer, releases the lease if still ours, notifies. Returns 1 if written.
+ * KEYS: value, lease. ARGV: envelope, px ms, createdAt, token ('' for none), channel, message,
+ * message carrying the envelope. Writes unless the stored envelope is newer, releases the lease if
+ * still ours, notifies (with the envelope when it was written). Returns 1 if written.
  */
 export const SET_AND_RELEASE = `
 local current = redis.pcall('GET', KEYS[1])
@@ -43,7 +44,11 @@ end
 if ARGV[4] ~= '' and redis.call('GET', KEYS[2]) == ARGV[4] then
   redis.call('DEL', KEYS[2])
 end
-redis.call('PUBLISH', ARGV[5], ARGV[6])
+if written == 1 then
+  redis.call('PUBLISH', ARGV[5], ARGV[7])
+else
+  redis.call('PUBLISH', ARGV[5], ARGV[6])
+end
 return written
 `;
 
@@ -66,8 +71,9 @@ return 0
 `;
 
 /**
- * KEYS: value. ARGV: now ms. Lowers the envelope's soft expiry to now, keeping its TTL. Returns 1 when
- * the key held an envelope. Rewrites only the header, so the value is never re-encoded.
+ * KEYS: value. ARGV: now ms, channel, message. Lowers the envelope's soft expiry to now, keeping its
+ * TTL, and notifies. Returns 1 when the key held an envelope. Rewrites only the header, so the value
+ * is never re-encoded.
  */
 export const MARK_STALE = `
 local current = redis.pcall('GET', KEYS[1])
@@ -81,6 +87,7 @@ end
 if tonumber(soft) > tonumber(ARGV[1]) then
   local rest = string.sub(current, string.len(head) + string.len(soft) + 1)
   redis.call('SET', KEYS[1], head .. ARGV[1] .. rest, 'KEEPTTL')
+  redis.call('PUBLISH', ARGV[2], ARGV[3])
 end
 return 1
 `;

@@ -19,6 +19,7 @@ import {
 } from '../herd-store.interface.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 import { CommandDeadlines } from './command-deadlines.js';
+import { decodeFillMessage, encodeFillMessage } from './fill-message.js';
 import type { RedisStoreOptions } from './redis-store.options.js';
 import { RedisKeys } from './redis-keys.js';
 import { ACQUIRE_LEASE, EXTEND_LEASE, INDEX_TAG, MARK_STALE, RELEASE_LEASE, SET_AND_RELEASE } from './redis-scripts.js';
@@ -47,10 +48,11 @@ interface HerdGuardCommands {
     token: string,
     channel: string,
     message: string,
+    messageWithEnvelope: string,
   ): Promise<number>;
   herdGuardRelease(lease: string, token: string, channel: string, message: string): Promise<number>;
   herdGuardExtend(lease: string, token: string, ttlMs: number): Promise<number>;
-  herdGuardMarkStale(value: string, nowMs: number): Promise<number>;
+  herdGuardMarkStale(value: string, nowMs: number, channel: string, message: string): Promise<number>;
   herdGuardIndexTag(tagSet: string, key: string, hardExpireAt: number, nowMs: number): Promise<number>;
 }
 
@@ -65,6 +67,10 @@ const CONNECTION_DEFAULTS: RedisOptions = {
   disconnectTimeout: 200,
   retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2_000),
 };
+
+/** A notified envelope is handed to a follower only this soon after it arrived. */
+const PRIMED_TTL_MS = 1_000;
+const MAX_PRIMED = 1_000;
 
 const NAMESPACE_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
 
@@ -95,6 +101,11 @@ export class RedisStore implements HerdStore {
    */
   readonly #reads = new Map<string, Promise<StoreRead>>();
   #closed = false;
+  /**
+   * Envelopes received with a fill notification while a follower of the key was waiting: its next
+   * read takes the envelope from here instead of a GET. Consumed by that read; short-lived, bounded.
+   */
+  readonly #primed = new Map<string, { readonly entry: Entry; readonly receivedAt: number }>();
   /** Settles when the first SUBSCRIBE is acknowledged (ioredis re-subscribes by itself after reconnects). */
   readonly #subscribed: Promise<boolean>;
 
@@ -115,8 +126,8 @@ export class RedisStore implements HerdStore {
     // A dedicated subscriber connection: it may queue its SUBSCRIBE until connected.
     this.#subscriber = subscriberFor(this.#client);
     this.#subscriber.on('error', () => undefined);
-    this.#subscriber.on('message', (channel: string, key: string) => {
-      if (channel === this.keys.channel) this.#onFill(key);
+    this.#subscriber.on('message', (channel: string, message: string) => {
+      if (channel === this.keys.channel) this.#onFill(message);
     });
     this.#subscribed = this.#subscriber.subscribe(this.keys.channel).then(
       () => true,
@@ -156,6 +167,13 @@ export class RedisStore implements HerdStore {
   get(key: string): Promise<StoreRead> {
     const inflight = this.#reads.get(key);
     if (inflight !== undefined) return inflight;
+    if (this.#primed.size > 0) {
+      const primed = this.#primed.get(key);
+      if (primed !== undefined) {
+        this.#primed.delete(key);
+        if (Date.now() - primed.receivedAt < PRIMED_TTL_MS) return Promise.resolve(primed.entry);
+      }
+    }
     const refusal = this.#refusal('get', key);
     if (refusal !== undefined) return Promise.reject(refusal).catch((error: unknown) => this.#fallbackFor(key, error));
     const command = new Command('get', [this.keys.valueKey(key)], {
@@ -201,10 +219,12 @@ export class RedisStore implements HerdStore {
         entry.createdAt,
         options.lease?.token ?? '',
         this.keys.channel,
-        key,
+        encodeFillMessage(key),
+        encodeFillMessage(key, envelope),
       ),
     );
     this.#reads.delete(key);
+    this.#primed.delete(key);
     this.#signals.notify(key);
     if (entry.tags !== undefined && entry.tags.length > 0) await this.#index(key, entry);
     return written === 1;
@@ -213,14 +233,21 @@ export class RedisStore implements HerdStore {
   async delete(key: string): Promise<void> {
     await this.#command('delete', key, () => this.#client.del(this.keys.valueKey(key)));
     this.#reads.delete(key);
+    this.#primed.delete(key);
     this.#fallback?.delete(key);
   }
 
   async markStale(key: string, now: number): Promise<boolean> {
     const marked = await this.#command('mark-stale', key, () =>
-      this.#client.herdGuardMarkStale(this.keys.valueKey(key), Math.floor(now)),
+      this.#client.herdGuardMarkStale(
+        this.keys.valueKey(key),
+        Math.floor(now),
+        this.keys.channel,
+        encodeFillMessage(key),
+      ),
     );
     this.#reads.delete(key);
+    this.#primed.delete(key);
     const seen = this.#fallback?.get(key);
     if (seen !== undefined) this.#fallback?.set(key, { entry: markedStale(seen.entry, now), raw: undefined });
     return marked === 1;
@@ -252,7 +279,12 @@ export class RedisStore implements HerdStore {
 
   async releaseLease(lease: Lease): Promise<void> {
     await this.#command('release-lease', lease.key, () =>
-      this.#client.herdGuardRelease(this.keys.for(lease.key).lease, lease.token, this.keys.channel, lease.key),
+      this.#client.herdGuardRelease(
+        this.keys.for(lease.key).lease,
+        lease.token,
+        this.keys.channel,
+        encodeFillMessage(lease.key),
+      ),
     );
   }
 
@@ -372,8 +404,25 @@ export class RedisStore implements HerdStore {
     );
   }
 
-  #onFill(key: string): void {
+  /**
+   * Another process (or this one) wrote, refreshed or released a key. A read of the key still out
+   * may predate it, so later reads send a new GET; a follower waiting for the key gets the envelope
+   * from the message itself when it came with one.
+   */
+  #onFill(message: string): void {
+    const fill = decodeFillMessage(message);
+    if (fill === undefined) return;
+    const { key, envelope } = fill;
     this.#reads.delete(key);
+    this.#primed.delete(key);
+    if (envelope !== undefined && this.#signals.has(key)) {
+      const entry = decodeEntry(envelope);
+      if (entry !== undefined) {
+        if (this.#primed.size >= MAX_PRIMED) this.#primed.clear();
+        this.#primed.set(key, { entry, receivedAt: Date.now() });
+        this.#remember(key, entry, envelope);
+      }
+    }
     this.#signals.notify(key);
   }
 }

@@ -16,6 +16,7 @@ import {
   WaitAbortedError,
   WaitTimeoutError,
 } from '../../../lib/index.js';
+import { asyncReads } from '../../helpers/async-store.js';
 import { ManualClock } from '../../helpers/clock.js';
 import { activeTimers, deferred, flush, sleep, until } from '../../helpers/deferred.js';
 
@@ -364,6 +365,38 @@ describe('HerdEngine read path', () => {
     await expect(engine.peek('u:1')).resolves.toMatchObject({ path: 'fresh' });
     await expect(engine.deleteTag('products')).resolves.toBe(2);
     await expect(engine.peek('p:2')).resolves.toBeUndefined();
+  });
+
+  it('lets concurrent callers with the same options share one store read, and still counts each of them', async () => {
+    const store = asyncReads(new MemoryStore());
+    const engine = new HerdEngine({ store });
+    const events: HerdEvent[] = [];
+    engine.onEvent((event) => events.push(event));
+    await engine.getOrLoad('k', () => 'v');
+    store.reads = 0;
+    const values = await Promise.all(Array.from({ length: 100 }, () => engine.getOrLoad('k', () => 'unused')));
+    expect(values).toEqual(Array(100).fill('v'));
+    expect(store.reads).toBe(1);
+    expect(engine.stats().reads.fresh).toBe(100);
+    expect(events.filter((event) => event.type === 'read' && event.path === 'fresh')).toHaveLength(100);
+    // Different options (or read(), which answers per caller) do not share.
+    store.reads = 0;
+    await Promise.all([
+      engine.getOrLoad('k', () => 'x', { tags: ['a'] }),
+      engine.getOrLoad('k', () => 'x', { tags: ['a'] }),
+      engine.read('k', () => 'x'),
+    ]);
+    expect(store.reads).toBe(3);
+  });
+
+  it('counts callers sharing a read that turns into a load as coalesced, with one loader call', async () => {
+    const engine = new HerdEngine({ store: asyncReads(new MemoryStore()) });
+    const loader = counted(() => 'loaded');
+    await expect(Promise.all(Array.from({ length: 50 }, () => engine.getOrLoad('cold', loader)))).resolves.toEqual(
+      Array(50).fill('loaded'),
+    );
+    expect(loader.calls).toBe(1);
+    expect(engine.stats()).toMatchObject({ coalesced: 49, reads: { miss: 50 } });
   });
 
   it('rejects a key that is not a non-empty string', async () => {

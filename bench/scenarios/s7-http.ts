@@ -1,0 +1,207 @@
+/**
+ * S7 HTTP: the app over real HTTP (Express), in its own process, loaded by autocannon from this one.
+ * (a) Throughput of a trivial handler: uncached, behind herd-guard's interceptor, behind
+ *     @nestjs/cache-manager's CacheInterceptor (the NestJS default), all in memory.
+ * (b) The sample's GET /products/:id (SQLite, every query delayed and counted) under a burst of
+ *     concurrent requests after soft expiry and after hard expiry: database queries and latency.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { int, ms, rate, ratio, type Table } from '../harness/markdown.js';
+import { summarize } from '../harness/stats.js';
+import { sleep } from '../harness/time.js';
+import { type Scenario, type ScenarioContext, type ScenarioOutcome, type TargetCheck } from './scenario.js';
+
+const SERVER = fileURLToPath(new URL('../http/server.js', import.meta.url));
+const SOFT_MS = 1_000;
+const HARD_MS = 3_000;
+const ROUTES = ['uncached', 'noop-interceptor', 'herd-guard', 'cache-manager'] as const;
+
+interface ThroughputRow {
+  readonly route: (typeof ROUTES)[number];
+  readonly requestsPerSecond: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly errors: number;
+  readonly non2xx: number;
+}
+
+interface BurstRow {
+  readonly phase: string;
+  readonly requests: number;
+  readonly databaseQueries: number;
+  readonly xCache: Record<string, number>;
+  readonly statuses: Record<string, number>;
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+}
+
+export const s7Http: Scenario = {
+  id: 'S7',
+  title: 'HTTP',
+  usesPods: false,
+  async run(context) {
+    const server = await startServer(context);
+    try {
+      const throughput: ThroughputRow[] = [];
+      const durationS = context.options.quick ? 2 : 4;
+      for (const route of ROUTES) {
+        context.progress(`S7 autocannon ${route}`);
+        // Warm up (JIT, and the cache entries of the cached routes), then measure.
+        await load(server.base, route, 1);
+        throughput.push(await load(server.base, route, durationS));
+      }
+      context.progress('S7 bursts on an expiring product');
+      const bursts = await runBursts(server.base, context.options.quick ? 200 : 500);
+      return outcome(context, throughput, bursts, durationS);
+    } finally {
+      await server.stop();
+    }
+  },
+};
+
+async function startServer(context: ScenarioContext): Promise<{ base: string; stop(): Promise<void> }> {
+  const config = { queryDelayMs: context.options.loaderMs, soft: `${SOFT_MS}ms`, hard: `${HARD_MS}ms` };
+  const child: ChildProcess = fork(SERVER, [JSON.stringify(config)], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('message', (message) => resolve((message as { port: number }).port));
+    child.once('exit', (code) => reject(new Error(`the S7 server exited with ${code}`)));
+  });
+  return {
+    base: `http://127.0.0.1:${port}`,
+    stop: async () => {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.send('stop');
+      await Promise.race([exited, sleep(3_000)]);
+      if (child.exitCode === null) child.kill('SIGKILL');
+    },
+  };
+}
+
+async function load(base: string, route: ThroughputRow['route'], durationS: number): Promise<ThroughputRow> {
+  const result = await autocannon({ url: `${base}/ping/${route}/42`, connections: 64, duration: durationS });
+  return {
+    route,
+    requestsPerSecond: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors,
+    non2xx: result.non2xx,
+  };
+}
+
+async function stats(base: string): Promise<number> {
+  const response = await fetch(`${base}/stats`);
+  return ((await response.json()) as { databaseQueries: number }).databaseQueries;
+}
+
+/** `requests` concurrent GETs of one product: the answers' X-Cache, statuses and latencies. */
+async function burst(base: string, id: number, requests: number, phase: string): Promise<BurstRow> {
+  const before = await stats(base);
+  const started = performance.now();
+  const answers = await Promise.all(
+    Array.from({ length: requests }, async () => {
+      const response = await fetch(`${base}/products/${id}`);
+      await response.arrayBuffer();
+      return {
+        status: response.status,
+        xCache: response.headers.get('x-cache') ?? '-',
+        ms: performance.now() - started,
+      };
+    }),
+  );
+  // A stale burst's refresh ends after the answers: let it land before counting queries.
+  await sleep(400);
+  const count = (pick: (answer: (typeof answers)[number]) => string): Record<string, number> =>
+    answers.reduce<Record<string, number>>(
+      (counts, answer) => ({ ...counts, [pick(answer)]: (counts[pick(answer)] ?? 0) + 1 }),
+      {},
+    );
+  const latency = summarize(answers.map((answer) => answer.ms));
+  return {
+    phase,
+    requests,
+    databaseQueries: (await stats(base)) - before,
+    xCache: count((answer) => answer.xCache),
+    statuses: count((answer) => String(answer.status)),
+    p50: latency.p50,
+    p99: latency.p99,
+    max: latency.max,
+  };
+}
+
+async function runBursts(base: string, requests: number): Promise<BurstRow[]> {
+  const rows: BurstRow[] = [];
+  rows.push(await burst(base, 7, requests, 'cold (never read)'));
+  await sleep(SOFT_MS * 1.1 + 200);
+  rows.push(await burst(base, 7, requests, 'after soft expiry'));
+  await sleep(HARD_MS * 1.1 + 200);
+  rows.push(await burst(base, 7, requests, 'after hard expiry'));
+  return rows;
+}
+
+function outcome(
+  context: ScenarioContext,
+  throughput: ThroughputRow[],
+  bursts: BurstRow[],
+  durationS: number,
+): ScenarioOutcome {
+  const describe = (counts: Record<string, number>): string =>
+    Object.entries(counts)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([label, count]) => `${label}×${count}`)
+      .join(', ');
+  const uncached = throughput.find((row) => row.route === 'uncached')!;
+  const throughputTable: Table = {
+    title: `S7a HTTP throughput, trivial handler (Express, autocannon 64 connections, ${durationS} s)`,
+    headers: ['route', 'req/s', 'vs uncached', 'p50', 'p99', 'errors', 'non-2xx'],
+    rows: throughput.map((row) => [
+      row.route,
+      rate(row.requestsPerSecond),
+      ratio(row.requestsPerSecond / uncached.requestsPerSecond),
+      ms(row.p50),
+      ms(row.p99),
+      int(row.errors),
+      int(row.non2xx),
+    ]),
+    notes: [
+      'The app runs in its own process; autocannon runs in the benchmark process. Memory stores for both caches.',
+      '`noop-interceptor`: an interceptor that returns next.handle() (the cost of any interceptor); `herd-guard`: HerdGuardInterceptor (default policy); `cache-manager`: @nestjs/cache-manager CacheInterceptor (in-memory Keyv).',
+    ],
+  };
+  const burstTable: Table = {
+    title: `S7b burst on one product of the sample app (soft ${ms(SOFT_MS)}, hard ${ms(HARD_MS)}, every query delayed ${context.options.loaderMs} ms)`,
+    headers: ['phase', 'requests', 'database queries', 'X-Cache', 'statuses', 'p50', 'p99', 'max'],
+    rows: bursts.map((row) => [
+      row.phase,
+      int(row.requests),
+      int(row.databaseQueries),
+      describe(row.xCache),
+      describe(row.statuses),
+      ms(row.p50),
+      ms(row.p99),
+      ms(row.max),
+    ]),
+    notes: ["Concurrent GET /products/7 from this process (fetch); database queries from the sample's /stats counter."],
+  };
+  const herdGuard = throughput.find((row) => row.route === 'herd-guard')!;
+  const targets: TargetCheck[] = [
+    {
+      scenario: 'S7',
+      target: 'intercepted route throughput >= 0.9x the uncached route (trivial handler)',
+      measured: `${ratio(herdGuard.requestsPerSecond / uncached.requestsPerSecond)} (${rate(herdGuard.requestsPerSecond)} vs ${rate(uncached.requestsPerSecond)})`,
+      met: herdGuard.requestsPerSecond >= 0.9 * uncached.requestsPerSecond,
+    },
+    {
+      scenario: 'S7',
+      target: '1 database query per expiry under the burst',
+      measured: bursts.map((row) => `${row.phase}: ${row.databaseQueries}`).join('; '),
+      met: bursts.every((row) => row.databaseQueries === 1),
+    },
+  ];
+  return { tables: [throughputTable, burstTable], targets, data: { throughput, bursts } };
+}
