@@ -75,8 +75,11 @@ export class HerdGuardService {
     return this.engine.peek<T>(key);
   }
 
-  /** Stores `value` as freshly loaded (write-through after an update). `null`/`undefined` store "not found". */
-  set<T>(key: string, value: T, options?: WriteOptions): Promise<void> {
+  /**
+   * Stores `value` as freshly loaded (write-through after an update). `null`/`undefined` store "not
+   * found". `false` when the store kept a newer value.
+   */
+  set<T>(key: string, value: T, options?: WriteOptions): Promise<boolean> {
     return this.engine.set(key, value, options);
   }
 

@@ -31,9 +31,13 @@ export function isServable(entry: Entry, now: number): boolean {
   return now < entry.hardExpireAt;
 }
 
-/** Returns a copy whose soft expiry is `now` (or earlier), so the next read is stale and revalidates. */
+/**
+ * Returns a copy whose soft expiry is `now` (or earlier), so the next read is stale and revalidates.
+ * Its `createdAt` moves up to `now`: a load that started before the invalidation is older than it
+ * and may not overwrite it (it would store pre-invalidation data as fresh).
+ */
 export function markedStale<T>(entry: Entry<T>, now: number): Entry<T> {
-  return { ...entry, softExpireAt: Math.min(entry.softExpireAt, now) };
+  return { ...entry, createdAt: Math.max(entry.createdAt, now), softExpireAt: Math.min(entry.softExpireAt, now) };
 }
 
 /** The wire form of an envelope: short field names, since it is stored once per key. */

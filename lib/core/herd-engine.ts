@@ -5,10 +5,18 @@ import { InvalidKeyError } from '../errors/invalid-key.error.js';
 import { LoaderFailedError } from '../errors/loader-failed.error.js';
 import { LoaderTimeoutError } from '../errors/loader-timeout.error.js';
 import { SerializationError } from '../errors/serialization.error.js';
+import { StoreError } from '../errors/store.error.js';
 import { UpstreamUnavailableError } from '../errors/upstream-unavailable.error.js';
 import { WaitAbortedError } from '../errors/wait-aborted.error.js';
+import { WaitTimeoutError } from '../errors/wait-timeout.error.js';
 import { MemoryStore } from '../stores/memory/memory.store.js';
-import { CORRUPT_ENTRY, type HerdStore, type Lease, type StoreRead } from '../stores/herd-store.interface.js';
+import {
+  CORRUPT_ENTRY,
+  type FillWatch,
+  type HerdStore,
+  type Lease,
+  type StoreRead,
+} from '../stores/herd-store.interface.js';
 import { Backoff } from './backoff.js';
 import { type Duration, parseDuration } from './duration.js';
 import { type Entry, isFresh, isNegative, isServable } from './entry.js';
@@ -143,6 +151,8 @@ export class HerdEngine {
   readonly #shutdown = new AbortController();
   /** Store writes started without awaiting them (lease release/hold); `close()` waits for them. */
   readonly #pendingOps = new Set<Promise<unknown>>();
+  /** Fill watches of followers; `close()` ends their waits. Added and removed by `#fill` only. */
+  readonly #watches = new Set<FillWatch>();
   /** One per running loader; `close()` aborts them. Added and removed by `#runLoader` only. */
   readonly #loaders = new Map<AbortController, string>();
 
@@ -182,12 +192,16 @@ export class HerdEngine {
     return toResult(entry, isFresh(entry, this.#now()) ? 'fresh' : 'stale');
   }
 
-  /** Stores `value` as freshly loaded (a write-through after an update). `null`/`undefined` store "not found". */
-  async set<T>(key: string, value: T, options: Pick<ReadOptions, 'policy' | 'tags'> = {}): Promise<void> {
+  /**
+   * Stores `value` as freshly loaded (a write-through after an update). `null`/`undefined` store
+   * "not found". Resolves `false` when the store kept a newer value (written by a process whose clock
+   * is ahead); loads that started before this call never overwrite it.
+   */
+  async set<T>(key: string, value: T, options: Pick<ReadOptions, 'policy' | 'tags'> = {}): Promise<boolean> {
     this.#assertOpen(key);
     const policy = this.policyFor(options.policy);
     const entry = this.#entryFor(value, policy, this.#now(), options.tags);
-    await this.store.set(key, entry);
+    return this.store.set(key, entry);
   }
 
   /** Marks `key` stale: the next read is served stale and refreshes once in the background (no herd). */
@@ -284,6 +298,8 @@ export class HerdEngine {
     if (!this.closed) {
       this.#shutdown.abort(new ClosedError());
       for (const [loader, key] of this.#loaders) loader.abort(new ClosedError(key));
+      // Followers stop waiting (their fill loop then sees the engine closed and rejects).
+      for (const watch of this.#watches) watch.close();
     }
     await Promise.allSettled([...this.#pendingOps]);
   }
@@ -305,6 +321,7 @@ export class HerdEngine {
       this.#assertOpen(key);
       assertLoader(loader);
       policy = this.policyFor(options?.policy);
+      if (options?.timeout !== undefined) parseDuration(options.timeout, 'timeout');
     } catch (error) {
       return Promise.reject(error);
     }
@@ -455,7 +472,7 @@ export class HerdEngine {
       (error: unknown) => {
         if (stale !== undefined && !(error instanceof WaitAbortedError) && isServable(stale, this.#now())) {
           // Waited longer than loaderSoftTimeout (or its own timeout), or the shared load failed.
-          const reason = error instanceof LoaderFailedError ? 'loader-failed' : 'loader-timeout';
+          const reason = staleReason(error);
           this.#emit({ type: 'stale-on-error', key, reason });
           return this.#answer(key, stale, 'stale', startedAt, full, shared);
         }
@@ -472,11 +489,14 @@ export class HerdEngine {
     const { key, policy } = request;
     // Watch before the lease attempt, so a fill landing in between is not missed.
     const watch = this.store.watchFill(key);
+    this.#watches.add(watch);
     try {
       const waitStartedAt = this.#now();
       const deadline = waitStartedAt + policy.waitTimeoutMs;
       let waiting = false;
       for (;;) {
+        // A fill still running when the engine closed must not start a load (or take a lease).
+        if (this.closed) throw new ClosedError(key);
         const outcome = await this.#tryLease(key, policy);
         // Check: nothing to coordinate with, so load here (coalesced in this process only).
         if (outcome.kind === 'unreachable') return await this.#loadAsOwner(request, undefined, undefined);
@@ -507,6 +527,7 @@ export class HerdEngine {
       }
     } finally {
       watch.close();
+      this.#watches.delete(watch);
     }
   }
 
@@ -516,21 +537,23 @@ export class HerdEngine {
    * one `finally` below.
    */
   async #loadAsOwner<T>(request: FillRequest<T>, lease: Lease | undefined, current: Entry | undefined): Promise<Fill> {
-    const { key, policy, stale } = request;
+    const { key, policy } = request;
+    // The fail-safe value: what this caller had, or what the store held when the lease was taken.
+    const stale = newestServable(request.stale, current, this.#now());
     let leaseSettled = false;
     let holdLeaseMs = 0;
     const keepAlive = lease === undefined ? undefined : this.#keepLeaseAlive(lease, policy);
     try {
       if (lease !== undefined) this.#emit({ type: 'lease-acquired', key, fence: lease.fence });
       // Re-check: another process may have refreshed the key between our read and our lease.
-      if (!request.force && current !== undefined && isFresh(current, this.#now()) && isNewer(current, stale)) {
+      if (!request.force && current !== undefined && isFresh(current, this.#now()) && isNewer(current, request.stale)) {
         return { entry: current, loaded: false };
       }
       // Load.
       const loadStartedAt = this.#now();
       let value: T;
       try {
-        value = await this.#runLoader(request, lease);
+        value = await this.#runLoader({ ...request, stale }, lease);
       } catch (error) {
         this.#emit({
           type: 'load-failed',
@@ -593,6 +616,7 @@ export class HerdEngine {
   /** Runs the loader with its context; rejects with LoaderTimeoutError after `loaderHardTimeout`. */
   #runLoader<T>(request: FillRequest<T>, lease: Lease | undefined): Promise<T> {
     const { key, loader, policy, stale } = request;
+    if (this.closed) return Promise.reject(new ClosedError(key));
     const controller = new AbortController();
     this.#loaders.set(controller, key);
     const timeoutMs = policy.loaderHardTimeoutMs;
@@ -657,10 +681,14 @@ export class HerdEngine {
   #entryFor<T>(value: T, policy: ResolvedPolicy, loadStartedAt: number, tags: readonly string[] | undefined): Entry<T> {
     const now = this.#now();
     const negative = value === null || value === undefined;
-    const { softExpireAt, hardExpireAt } = expiryFor(policy, now, negative, this.#random);
+    // Stamped with the load's start: the data is at least that old, so a write or an invalidation
+    // made while the loader ran is newer than this value and is never overwritten by it. TTLs count
+    // from there too.
+    const createdAt = Math.min(loadStartedAt, now);
+    const { softExpireAt, hardExpireAt } = expiryFor(policy, createdAt, negative, this.#random);
     const entry: Entry<T> = {
       value,
-      createdAt: now,
+      createdAt,
       softExpireAt,
       hardExpireAt,
       loadMs: Math.max(0, now - loadStartedAt),
@@ -766,6 +794,14 @@ export class HerdEngine {
 function assertLoader(loader: unknown): void {
   if (typeof loader !== 'function')
     throw new ConfigurationError('loader', `expected a function, received ${typeof loader}`);
+}
+
+/** Why a caller that had a stale value in hand gets it instead of an error. */
+function staleReason(error: unknown): 'loader-failed' | 'loader-timeout' | 'wait-timeout' | 'store-down' {
+  if (error instanceof LoaderTimeoutError || error instanceof WaitTimeoutError) return 'loader-timeout';
+  if (error instanceof UpstreamUnavailableError) return 'wait-timeout';
+  if (error instanceof StoreError) return 'store-down';
+  return 'loader-failed';
 }
 
 function isNewer(entry: Entry, than: Entry | undefined): boolean {

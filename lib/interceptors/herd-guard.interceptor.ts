@@ -94,19 +94,28 @@ export class HerdGuardInterceptor implements NestInterceptor {
     request[HANDLED] = true;
     const route = this.routeConfigOf(context);
     const tags = typeof route.tags === 'function' ? route.tags(context) : route.tags;
-    const answer = this.herd
-      .read(key, () => this.#runHandler(next), { policy: route.policy, tags })
-      .then(
-        (result) => {
-          this.setCacheHeaders(context, result, scope !== undefined, route.vary);
-          return result.value;
-        },
-        (error: unknown) => {
-          if (error instanceof LoaderFailedError && error.cause instanceof UncacheableBody) return error.cause.body;
-          // The handler's own error (HttpException included), as if no interceptor were there.
-          throw error instanceof LoaderFailedError ? error.cause : error;
-        },
-      );
+    // Set when this request's own handler runs (not when it joined another request's run).
+    let ranHere = false;
+    const runHandler = (): Promise<unknown> => {
+      ranHere = true;
+      return this.#runHandler(next);
+    };
+    const answer = this.herd.read(key, runHandler, { policy: route.policy, tags }).then(
+      (result) => {
+        this.setCacheHeaders(context, result, scope !== undefined, route.vary);
+        return result.value;
+      },
+      (error: unknown): unknown => {
+        if (error instanceof LoaderFailedError && error.cause instanceof UncacheableBody) {
+          // A stream is sent once, by the request that produced it; the others run their own handler,
+          // and the route is not cached from now on.
+          this.#cacheable.set(context.getHandler(), false);
+          return ranHere ? error.cause.body : lastValueFrom(next.handle(), { defaultValue: undefined });
+        }
+        // The handler's own error (HttpException included), as if no interceptor were there.
+        throw error instanceof LoaderFailedError ? error.cause : error;
+      },
+    );
     return from(answer);
   }
 

@@ -124,6 +124,12 @@ export class PrometheusMetrics {
     for (const shared of this.#gauges) {
       let sources = gaugeSources.get(shared);
       if (sources === undefined) gaugeSources.set(shared, (sources = new Map()));
+      if (sources.has(cache)) {
+        throw new ConfigurationError(
+          'metrics.cacheName',
+          `"${cache}" is already used by another cache in this registry; give each cache its own name`,
+        );
+      }
       sources.set(cache, engine);
     }
 
@@ -205,7 +211,10 @@ export class PrometheusMetrics {
   /** Stops recording this engine's events and removes it from the shared gauges. Metrics stay registered. */
   close(): void {
     this.#unsubscribe();
-    for (const shared of this.#gauges) gaugeSources.get(shared)?.delete(this.#cacheName);
+    for (const shared of this.#gauges) {
+      gaugeSources.get(shared)?.delete(this.#cacheName);
+      shared.remove({ cache: this.#cacheName });
+    }
   }
 
   /** A metric already in the registry (from another cache of this app) is shared, not registered twice. */

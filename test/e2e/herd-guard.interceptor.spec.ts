@@ -91,6 +91,14 @@ class ItemsController {
     return new StreamableFile(Buffer.from(`file ${this.catalog.run('file')}`));
   }
 
+  /** Declared as a Promise, so only the value tells it is a stream. */
+  @Get('file-later')
+  async fileLater(): Promise<StreamableFile> {
+    const run = this.catalog.run('file-later');
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    return new StreamableFile(Buffer.from(`late file ${run}`));
+  }
+
   @Get('live')
   @SkipCache()
   live(): { run: number } {
@@ -269,6 +277,16 @@ describe.each(ADAPTERS)('HerdGuardInterceptor on %s', (adapter) => {
     expect([first.status, second.status]).toEqual([200, 200]);
     expect(Buffer.from(second.body as Buffer).toString()).toBe('file 2');
     expect(first.headers['x-cache']).toBeUndefined();
+  });
+
+  it('sends a stream from a Promise-returning handler to concurrent requests, each its own', async () => {
+    const responses = await Promise.all(Array.from({ length: 5 }, () => http().get('/items/file-later').buffer(true)));
+    const bodies = responses.map((response) => Buffer.from(response.body as Buffer).toString());
+    expect(responses.every((response) => response.status === 200)).toBe(true);
+    expect(bodies.every((body) => /^late file \d$/.test(body))).toBe(true);
+    expect(new Set(bodies).size).toBe(5);
+    const later = await http().get('/items/file-later').buffer(true);
+    expect(later.headers['x-cache']).toBeUndefined();
   });
 
   it('answers HEAD from the GET entry without running the handler', async () => {

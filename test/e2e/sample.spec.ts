@@ -48,10 +48,11 @@ afterEach(async () => {
 
 describe('sample app', () => {
   it('runs one database query for a burst of 300 requests on a product after its soft expiry, and /metrics counts it', async () => {
-    const server = await startSample();
+    // A soft TTL longer than the burst takes, so the one refresh stays fresh until the burst ends.
+    const server = await startSample({ soft: '2s', hard: '1m' });
     const http = server.getHttpServer();
     await request(http).get('/products/7').expect(200).expect('X-Cache', 'MISS');
-    await sleep(400); // past soft (300 ms), well before hard (1 min)
+    await sleep(2_300); // past soft (2 s, plus up to 10 % jitter), well before hard (1 min)
     const queriesBefore = await databaseQueries(server);
     const before = await metrics(server);
     const responses = await Promise.all(Array.from({ length: 300 }, () => request(http).get('/products/7')));

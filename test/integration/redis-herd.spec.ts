@@ -102,6 +102,8 @@ describe('Redis store: one load for the whole cluster', () => {
     // Per pod: one GET shared by its 250 callers before the load; followers get the envelope with the
     // fill notification. A polling loop would issue a GET every few milliseconds during the 100 ms load.
     expect(stats['get'] ?? 0).toBe(PODS);
+    // No follower had to take the lease after a timed-out wait: one lease for the first load, one for the herd.
+    expect(pods.reduce((sum, pod) => sum + pod.engine.stats().leases.acquired, 0)).toBe(2);
     expect(pods.reduce((sum, pod) => sum + pod.engine.stats().waits.started, 0)).toBe(PODS - 1);
   });
 
@@ -306,6 +308,60 @@ describe('Redis store: long loads and restarts', () => {
     await expect(engine.getOrLoad('after', async () => 2)).resolves.toBe(2);
     await expect(engine.expire('after')).resolves.toBe(true);
     expect(engine.stats().storeErrors).toBe(0);
+  });
+});
+
+describe('Redis store: invalidation', () => {
+  it('marks a key stale keeping its TTL, and refuses a load that started before', async () => {
+    pods = await startPods({ count: 1, url: server.url, namespace: namespace() });
+    const { store } = pods[0]!;
+    const now = Date.now();
+    const entry: Entry = {
+      value: 'v',
+      createdAt: now - 1_000,
+      softExpireAt: now + 60_000,
+      hardExpireAt: now + 120_000,
+      loadMs: 1,
+    };
+    await store.set('k', entry);
+    const raw = server.client();
+    try {
+      const ttlBefore = await raw.pttl(store.keys.valueKey('k'));
+      await expect(store.markStale('k', now)).resolves.toBe(true);
+      const ttlAfter = await raw.pttl(store.keys.valueKey('k'));
+      expect(ttlAfter).toBeGreaterThan(ttlBefore - 1_000);
+      await expect(store.get('k')).resolves.toMatchObject({ value: 'v', createdAt: now, softExpireAt: now });
+      // A load that started before the invalidation is older than it: refused.
+      const early: Entry = { ...entry, value: 'read before', createdAt: now - 5, softExpireAt: now + 60_000 };
+      await expect(store.set('k', early)).resolves.toBe(false);
+    } finally {
+      raw.disconnect();
+    }
+  });
+
+  it('deletes the value and any lease held on the key, and wakes followers elsewhere', async () => {
+    pods = await startPods({ count: 2, url: server.url, namespace: namespace() });
+    const [a, b] = pods.map((pod) => pod.store) as [RedisStore, RedisStore];
+    const now = Date.now();
+    await a.set('k', {
+      value: 'v',
+      createdAt: now,
+      softExpireAt: now + 60_000,
+      hardExpireAt: now + 120_000,
+      loadMs: 1,
+    });
+    const { lease } = await a.acquireLease('k', 60_000);
+    expect(lease).toBeDefined();
+    const watch = b.watchFill('k');
+    try {
+      const woken = watch.next(5_000);
+      await b.delete('k');
+      await expect(woken).resolves.toBe(true);
+      await expect(a.get('k')).resolves.toBeUndefined();
+      await expect(b.acquireLease('k', 1_000).then((attempt) => attempt.lease)).resolves.toBeDefined();
+    } finally {
+      watch.close();
+    }
   });
 });
 

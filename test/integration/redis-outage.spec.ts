@@ -33,7 +33,7 @@ afterAll(async () => {
 });
 
 /** A loader per pod that records how many loads of one key run at the same time in that pod. */
-function podLoader(pod: number) {
+function podLoader(pod: number, failing = false) {
   const running = new Map<string, number>();
   let maxConcurrent = 0;
   let calls = 0;
@@ -44,6 +44,7 @@ function podLoader(pod: number) {
     maxConcurrent = Math.max(maxConcurrent, now);
     await sleep(20);
     running.set(key, (running.get(key) ?? 1) - 1);
+    if (failing) throw new Error('backend down');
     return `pod${pod}-${key}-${calls}`;
   };
   return { loaderFor, stats: () => ({ calls, maxConcurrent }) };
@@ -54,8 +55,9 @@ async function traffic(
   durationMs: number,
   loaders: ReturnType<typeof podLoader>[],
   until?: () => boolean,
-): Promise<{ errors: unknown[]; reads: number }> {
+): Promise<{ errors: unknown[]; reads: number; values: Set<string> }> {
   const errors: unknown[] = [];
+  const values = new Set<string>();
   let reads = 0;
   const stopAt = Date.now() + durationMs;
   while (Date.now() < stopAt && !(until?.() ?? false)) {
@@ -63,7 +65,10 @@ async function traffic(
       KEYS.flatMap((key) =>
         Array.from({ length: 10 }, () =>
           pod.engine.getOrLoad(key, loaders[i]!.loaderFor(key)).then(
-            () => (reads += 1),
+            (value) => {
+              reads += 1;
+              values.add(value);
+            },
             (error: unknown) => errors.push(error),
           ),
         ),
@@ -72,7 +77,7 @@ async function traffic(
     await Promise.all(burst);
     await sleep(10);
   }
-  return { errors, reads };
+  return { errors, reads, values };
 }
 
 describe('Redis outage', () => {
@@ -83,8 +88,16 @@ describe('Redis outage', () => {
     await sleep(250); // every key is stale now
     await server.kill();
 
+    // The backend fails too: only the values the pods saw last can answer.
+    const failing = [podLoader(0, true), podLoader(1, true)];
+    const outage = await traffic(600, failing);
+    expect(outage.errors).toEqual([]);
+    expect(outage.values.size).toBe(1);
+    expect(outage.values.has('v1')).toBe(true);
+
+    // The backend is back, Redis is not: loads run, coalesced per pod.
     const loaders = [podLoader(0), podLoader(1)];
-    const during = await traffic(1_000, loaders);
+    const during = await traffic(600, loaders);
     expect(during.errors).toEqual([]);
     expect(during.reads).toBeGreaterThan(0);
     for (const loader of loaders) expect(loader.stats().maxConcurrent).toBe(1);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import type { Entry } from '../../core/entry.js';
+import { type Entry, markedStale } from '../../core/entry.js';
 import { ConfigurationError } from '../../errors/configuration.error.js';
 import { FillSignals } from '../fill-signals.js';
 import type {
@@ -78,14 +78,18 @@ export class MemoryStore implements HerdStore {
     return written;
   }
 
+  /** Removes the entry and any lease on the key (a lease held for backoff would block the reload), and wakes followers. */
   async delete(key: string): Promise<void> {
     this.#entries.delete(key);
+    this.#leases.delete(key);
+    this.#signals.notify(key);
   }
 
   async markStale(key: string, now: number): Promise<boolean> {
     const entry = this.#entries.get(key);
     if (entry === undefined) return false;
-    if (entry.softExpireAt > now) this.#write(key, { ...entry, softExpireAt: now });
+    this.#write(key, markedStale(entry, now));
+    this.#signals.notify(key);
     return true;
   }
 

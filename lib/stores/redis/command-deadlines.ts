@@ -16,7 +16,8 @@ export class CommandDeadlines {
 
   constructor(
     readonly timeoutMs: number,
-    private readonly now: () => number = Date.now,
+    // Monotonic: a wall-clock step must not expire every pending command at once.
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   /** Commands waiting for a reply. */

@@ -39,6 +39,7 @@ export class RedisKeys {
 }
 
 function slotTag(key: string): string {
-  if (key.length <= MAX_PLAIN_KEY_LENGTH && PLAIN_KEY.test(key)) return key;
+  // A key starting with '#' is hashed too, so no plain key can look like the digest of another.
+  if (key.length <= MAX_PLAIN_KEY_LENGTH && !key.startsWith('#') && PLAIN_KEY.test(key)) return key;
   return `#${createHash('sha256').update(key).digest('base64url')}`;
 }

@@ -71,24 +71,44 @@ return 0
 `;
 
 /**
- * KEYS: value. ARGV: now ms, channel, message. Lowers the envelope's soft expiry to now, keeping its
- * TTL, and notifies. Returns 1 when the key held an envelope. Rewrites only the header, so the value
- * is never re-encoded.
+ * KEYS: value. ARGV: now ms, channel, message. Lowers the envelope's soft expiry to now and raises
+ * its createdAt to now (a load started earlier may no longer overwrite it), keeping its TTL, and
+ * notifies. Returns 1 when the key held an envelope. Rewrites only the header, so the value is never
+ * re-encoded.
  */
 export const MARK_STALE = `
 local current = redis.pcall('GET', KEYS[1])
 if type(current) ~= 'string' then
   return 0
 end
-local head, soft = string.match(current, '^({"v":%d+,"c":[^,]+,"s":)([^,]+),')
-if not head then
+local prefix, created, middle, soft = string.match(current, '^({"v":%d+,"c":)([^,]+)(,"s":)([^,]+),')
+if not prefix then
   return 0
 end
-if tonumber(soft) > tonumber(ARGV[1]) then
-  local rest = string.sub(current, string.len(head) + string.len(soft) + 1)
-  redis.call('SET', KEYS[1], head .. ARGV[1] .. rest, 'KEEPTTL')
-  redis.call('PUBLISH', ARGV[2], ARGV[3])
+local now = tonumber(ARGV[1])
+local newCreated = created
+if tonumber(created) < now then
+  newCreated = ARGV[1]
 end
+local newSoft = soft
+if tonumber(soft) > now then
+  newSoft = ARGV[1]
+end
+if newCreated ~= created or newSoft ~= soft then
+  local rest = string.sub(current, string.len(prefix) + string.len(created) + string.len(middle) + string.len(soft) + 1)
+  redis.call('SET', KEYS[1], prefix .. newCreated .. middle .. newSoft .. rest, 'KEEPTTL')
+end
+redis.call('PUBLISH', ARGV[2], ARGV[3])
+return 1
+`;
+
+/**
+ * KEYS: value, lease. ARGV: channel, message. Deletes the envelope and any lease on the key (a lease
+ * held for a refresh backoff would otherwise block the reload), and notifies waiting followers.
+ */
+export const DELETE_KEY = `
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('PUBLISH', ARGV[1], ARGV[2])
 return 1
 `;
 

@@ -22,7 +22,15 @@ import { CommandDeadlines } from './command-deadlines.js';
 import { decodeFillMessage, encodeFillMessage } from './fill-message.js';
 import type { RedisStoreOptions } from './redis-store.options.js';
 import { RedisKeys } from './redis-keys.js';
-import { ACQUIRE_LEASE, EXTEND_LEASE, INDEX_TAG, MARK_STALE, RELEASE_LEASE, SET_AND_RELEASE } from './redis-scripts.js';
+import {
+  ACQUIRE_LEASE,
+  DELETE_KEY,
+  EXTEND_LEASE,
+  INDEX_TAG,
+  MARK_STALE,
+  RELEASE_LEASE,
+  SET_AND_RELEASE,
+} from './redis-scripts.js';
 
 /** An envelope this process saw, and the string it was read from (`undefined` when not known). */
 interface SeenEntry {
@@ -53,6 +61,7 @@ interface HerdGuardCommands {
   herdGuardRelease(lease: string, token: string, channel: string, message: string): Promise<number>;
   herdGuardExtend(lease: string, token: string, ttlMs: number): Promise<number>;
   herdGuardMarkStale(value: string, nowMs: number, channel: string, message: string): Promise<number>;
+  herdGuardDelete(value: string, lease: string, channel: string, message: string): Promise<number>;
   herdGuardIndexTag(tagSet: string, key: string, hardExpireAt: number, nowMs: number): Promise<number>;
 }
 
@@ -209,6 +218,8 @@ export class RedisStore implements HerdStore {
     const layout = this.keys.for(key);
     // Remembered first, so a value loaded while Redis is down is still served from this process.
     this.#remember(key, entry, envelope);
+    // Indexed before the write: an expireTag() between the two cannot miss the new value.
+    if (entry.tags !== undefined && entry.tags.length > 0) await this.#index(key, entry);
     const pxMs = Math.max(1, Math.ceil(entry.hardExpireAt - Date.now()));
     const written = await this.#command('set', key, () =>
       this.#client.herdGuardSetRelease(
@@ -226,12 +237,15 @@ export class RedisStore implements HerdStore {
     this.#reads.delete(key);
     this.#primed.delete(key);
     this.#signals.notify(key);
-    if (entry.tags !== undefined && entry.tags.length > 0) await this.#index(key, entry);
     return written === 1;
   }
 
+  /** Removes the envelope and any lease on the key (see DELETE_KEY), and wakes followers everywhere. */
   async delete(key: string): Promise<void> {
-    await this.#command('delete', key, () => this.#client.del(this.keys.valueKey(key)));
+    const layout = this.keys.for(key);
+    await this.#command('delete', key, () =>
+      this.#client.herdGuardDelete(layout.value, layout.lease, this.keys.channel, encodeFillMessage(key)),
+    );
     this.#reads.delete(key);
     this.#primed.delete(key);
     this.#fallback?.delete(key);
@@ -450,6 +464,7 @@ function defineCommands(client: Redis | Cluster): Client {
   client.defineCommand('herdGuardExtend', { numberOfKeys: 1, lua: EXTEND_LEASE });
   client.defineCommand('herdGuardMarkStale', { numberOfKeys: 1, lua: MARK_STALE });
   client.defineCommand('herdGuardIndexTag', { numberOfKeys: 1, lua: INDEX_TAG });
+  client.defineCommand('herdGuardDelete', { numberOfKeys: 2, lua: DELETE_KEY });
   return client as Client;
 }
 

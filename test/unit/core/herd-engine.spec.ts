@@ -399,6 +399,51 @@ describe('HerdEngine read path', () => {
     expect(engine.stats()).toMatchObject({ coalesced: 49, reads: { miss: 50 } });
   });
 
+  it('does not let a load that started before set() overwrite the value set', async () => {
+    const { engine, clock } = engineWithClock({ soft: '1s', hard: '1h', jitter: 0 });
+    await engine.getOrLoad('k', () => 'v1');
+    clock.advance(2_000);
+    const gate = deferred<string>();
+    const loader = counted(() => gate.promise);
+    const stale = await engine.read('k', loader);
+    await until(() => loader.calls === 1); // the refresh is reading the old row
+    clock.advance(10);
+    await expect(engine.set('k', 'written after the update')).resolves.toBe(true);
+    gate.resolve('row read before the update');
+    await stale.revalidated;
+    await expect(engine.read('k', () => 'unused')).resolves.toMatchObject({
+      value: 'written after the update',
+      path: 'fresh',
+    });
+  });
+
+  it('does not let a load that started before expire() store its value as fresh', async () => {
+    const { engine, clock } = engineWithClock({ soft: '1s', hard: '1h', jitter: 0 });
+    await engine.getOrLoad('k', () => 'v1');
+    clock.advance(2_000);
+    const gate = deferred<string>();
+    const loader = counted(() => gate.promise);
+    const stale = await engine.read('k', loader);
+    await until(() => loader.calls === 1);
+    clock.advance(10);
+    await engine.expire('k'); // the database changed while the refresh was reading it
+    gate.resolve('row read before the update');
+    await stale.revalidated;
+    const after = await engine.read('k', () => 'row read after the update');
+    expect(after.path).toBe('stale');
+    await expect(after.revalidated).resolves.toMatchObject({ value: 'row read after the update' });
+  });
+
+  it('releases a lease held for backoff when the key is deleted, so the next read loads at once', async () => {
+    const { engine, clock } = engineWithClock({ soft: '1s', hard: '1h', jitter: 0, waitTimeout: '50ms' });
+    await engine.getOrLoad('k', () => 'v1');
+    clock.advance(2_000);
+    const failed = await engine.read('k', () => Promise.reject(new Error('db down')));
+    await failed.revalidated; // the owner now holds the lease for the backoff delay
+    await engine.delete('k');
+    await expect(engine.getOrLoad('k', () => 'reloaded')).resolves.toBe('reloaded');
+  });
+
   it('rejects a key that is not a non-empty string', async () => {
     const engine = new HerdEngine();
     await expect(engine.getOrLoad('', () => 1)).rejects.toMatchObject({ code: 'HERD_GUARD_INVALID_KEY' });
@@ -428,6 +473,8 @@ describe('HerdEngine across processes sharing one store', () => {
     await expect(owned).resolves.toBe('filled');
     await expect(followed).resolves.toMatchObject({ value: 'filled', path: 'miss' });
     expect(followerLoader.calls).toBe(0);
+    // Woken by the fill itself: it never had to take the lease (which a timed-out follower would).
+    expect(follower.stats().leases.acquired).toBe(0);
     expect(store.watchers).toBe(0);
   });
 
@@ -465,6 +512,23 @@ describe('HerdEngine across processes sharing one store', () => {
     expect(lenientLoader.calls).toBe(1);
     gate.resolve('owner');
     await owned;
+  });
+
+  it('stops a waiting follower on close, without loading', async () => {
+    const store = new MemoryStore();
+    const owner = new HerdEngine({ store });
+    const follower = new HerdEngine({ store });
+    const gate = deferred<string>();
+    const owned = owner.getOrLoad('k', () => gate.promise);
+    await flush();
+    const followerLoader = counted(() => 'must not run');
+    const followed = follower.getOrLoad('k', followerLoader);
+    await until(() => follower.stats().waits.started === 1);
+    await follower.close();
+    await expect(followed).rejects.toBeInstanceOf(ClosedError);
+    expect(followerLoader.calls).toBe(0);
+    gate.resolve('v');
+    await expect(owned).resolves.toBe('v');
   });
 
   it('keeps the lease alive while a load outlives the lease TTL, so no second loader starts', async () => {
