@@ -1,5 +1,6 @@
 import { resolvePolicy } from './core/policy.js';
 import { ConfigurationError } from './errors/configuration.error.js';
+import { isValidNamespace } from './stores/redis/redis-keys.js';
 import type { HerdGuardModuleOptions } from './interfaces/herd-guard-module-options.interface.js';
 
 const MODULE_FIELDS: ReadonlySet<string> = new Set([
@@ -12,8 +13,6 @@ const MODULE_FIELDS: ReadonlySet<string> = new Set([
   'logging',
   'hotKeys',
 ]);
-/** The Redis store's rule, checked here so the error names the module option. */
-const NAMESPACE_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
 const MEMORY_FIELDS: ReadonlySet<string> = new Set(['maxEntries', 'now']);
 const STORE_METHODS = [
   'get',
@@ -55,7 +54,7 @@ export function validateModuleOptions(input: unknown): HerdGuardModuleOptions {
   }
   if (redis !== undefined) assertRedis(redis);
   if (memory !== undefined) assertMemory(memory, store !== undefined || redis !== undefined);
-  if (namespace !== undefined && (typeof namespace !== 'string' || !NAMESPACE_PATTERN.test(namespace))) {
+  if (namespace !== undefined && !isValidNamespace(namespace)) {
     throw new ConfigurationError(
       'namespace',
       `use 1-64 characters from A-Z a-z 0-9 . _ : -, received ${describe(namespace)}`,

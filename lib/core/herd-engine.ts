@@ -147,8 +147,8 @@ export class HerdEngine {
   readonly #random: () => number;
   readonly #stats = new EngineStats();
   readonly #listeners: HerdEventListener[] = [];
-  /** Aborted by `close()`; only its state is read (`closed`). */
-  readonly #shutdown = new AbortController();
+  /** Set once by `close()`. */
+  #closed = false;
   /** Store writes started without awaiting them (lease release/hold); `close()` waits for them. */
   readonly #pendingOps = new Set<Promise<unknown>>();
   /** Fill watches of followers; `close()` ends their waits. Added and removed by `#fill` only. */
@@ -171,7 +171,7 @@ export class HerdEngine {
   }
 
   get closed(): boolean {
-    return this.#shutdown.signal.aborted;
+    return this.#closed;
   }
 
   /** Returns the value of `key`, loading it with `loader` at most once across all concurrent callers. */
@@ -296,7 +296,7 @@ export class HerdEngine {
   /** Aborts running loaders, waits for pending lease releases, refuses new reads. Does not close the store. */
   async close(): Promise<void> {
     if (!this.closed) {
-      this.#shutdown.abort(new ClosedError());
+      this.#closed = true;
       for (const [loader, key] of this.#loaders) loader.abort(new ClosedError(key));
       // Followers stop waiting (their fill loop then sees the engine closed and rejects).
       for (const watch of this.#watches) watch.close();
@@ -514,7 +514,7 @@ export class HerdEngine {
         if (remainingMs <= 0) return await this.#onWaitTimeout(request, this.#now() - waitStartedAt);
         // Wait for the owner's notification, at most one lease TTL: an owner that died sends none.
         if (await watch.next(Math.min(remainingMs, policy.leaseTtlMs))) {
-          const filled = this.#decoded(key, await this.#storeGetSafe(key));
+          const filled = this.#decoded(key, await this.#storeGet(key));
           if (
             filled !== undefined &&
             isServable(filled, this.#now()) &&
@@ -741,10 +741,6 @@ export class HerdEngine {
     } catch (error) {
       return this.#storeReadFailed(key, error);
     }
-  }
-
-  async #storeGetSafe(key: string): Promise<StoreRead> {
-    return this.#storeGet(key);
   }
 
   #storeReadFailed(key: string, error: unknown): undefined {

@@ -4,6 +4,13 @@ import { createHash } from 'node:crypto';
 const MAX_PLAIN_KEY_LENGTH = 128;
 const PLAIN_KEY = /^[\x20-\x7a\x7c\x7e]*$/; // printable ASCII except '{' (0x7b) and '}' (0x7d)
 
+const NAMESPACE_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/** A namespace is 1-64 characters from A-Z a-z 0-9 . _ : - (no braces: it must not change hash slots). */
+export function isValidNamespace(namespace: unknown): namespace is string {
+  return typeof namespace === 'string' && NAMESPACE_PATTERN.test(namespace);
+}
+
 /** Where one cache key lives in Redis. Value, lease and fence share a hash slot (`{...}` tag). */
 export interface RedisKeyLayout {
   readonly value: string;

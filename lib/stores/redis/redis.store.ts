@@ -21,7 +21,7 @@ import { CircuitBreaker } from './circuit-breaker.js';
 import { CommandDeadlines } from './command-deadlines.js';
 import { decodeFillMessage, encodeFillMessage } from './fill-message.js';
 import type { RedisStoreOptions } from './redis-store.options.js';
-import { RedisKeys } from './redis-keys.js';
+import { RedisKeys, isValidNamespace } from './redis-keys.js';
 import {
   ACQUIRE_LEASE,
   DELETE_KEY,
@@ -80,8 +80,6 @@ const CONNECTION_DEFAULTS: RedisOptions = {
 /** A notified envelope is handed to a follower only this soon after it arrived. */
 const PRIMED_TTL_MS = 1_000;
 const MAX_PRIMED = 1_000;
-
-const NAMESPACE_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
 
 /**
  * The store for many processes: envelopes, leases and fill notifications in Redis (standalone or
@@ -493,7 +491,7 @@ function validate(options: RedisStoreOptions): void {
       'applies only to a connection opened from url or options; configure your own client directly',
     );
   }
-  if (options.namespace !== undefined && !NAMESPACE_PATTERN.test(options.namespace)) {
+  if (options.namespace !== undefined && !isValidNamespace(options.namespace)) {
     throw new ConfigurationError(
       'redis.namespace',
       `use 1-64 characters from A-Z a-z 0-9 . _ : -, received ${JSON.stringify(options.namespace)}`,

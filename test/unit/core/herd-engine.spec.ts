@@ -36,6 +36,18 @@ function engineWithClock(policy: CachePolicy) {
   return { engine, clock, store };
 }
 
+/** `k` loaded as v1, then past its soft TTL, with one refresh started and held on `gate` until the test says. */
+async function staleWithRefreshInFlight(policy: CachePolicy) {
+  const { engine, clock } = engineWithClock(policy);
+  await engine.getOrLoad('k', () => 'v1');
+  clock.advance(2_000);
+  const gate = deferred<string>();
+  const loader = counted(() => gate.promise);
+  const stale = await engine.read('k', loader);
+  await until(() => loader.calls === 1); // the refresh is reading the backend now
+  return { engine, clock, gate, loader, stale };
+}
+
 describe('HerdEngine read path', () => {
   it('calls the loader once for 1,000 concurrent callers on a cold key and gives all of them the value', async () => {
     const engine = new HerdEngine();
@@ -137,12 +149,16 @@ describe('HerdEngine read path', () => {
   });
 
   it('serves the stale value at once between soft and hard expiry, runs exactly one refresh, then serves the new value', async () => {
-    const { engine, clock } = engineWithClock({ soft: '1s', hard: '1m', jitter: 0 });
-    await engine.getOrLoad('k', () => 'v1');
-    clock.advance(1_500);
-    const gate = deferred<string>();
-    const refresh = counted(() => gate.promise);
-    const first = await engine.read('k', refresh);
+    const {
+      engine,
+      gate,
+      loader: refresh,
+      stale: first,
+    } = await staleWithRefreshInFlight({
+      soft: '1s',
+      hard: '1m',
+      jitter: 0,
+    });
     expect(first).toMatchObject({ value: 'v1', path: 'stale' });
     const more = await Promise.all(Array.from({ length: 200 }, () => engine.read('k', refresh)));
     expect(more.every((result) => result.value === 'v1' && result.path === 'stale')).toBe(true);
@@ -400,13 +416,7 @@ describe('HerdEngine read path', () => {
   });
 
   it('does not let a load that started before set() overwrite the value set', async () => {
-    const { engine, clock } = engineWithClock({ soft: '1s', hard: '1h', jitter: 0 });
-    await engine.getOrLoad('k', () => 'v1');
-    clock.advance(2_000);
-    const gate = deferred<string>();
-    const loader = counted(() => gate.promise);
-    const stale = await engine.read('k', loader);
-    await until(() => loader.calls === 1); // the refresh is reading the old row
+    const { engine, clock, gate, stale } = await staleWithRefreshInFlight({ soft: '1s', hard: '1h', jitter: 0 });
     clock.advance(10);
     await expect(engine.set('k', 'written after the update')).resolves.toBe(true);
     gate.resolve('row read before the update');
@@ -418,13 +428,7 @@ describe('HerdEngine read path', () => {
   });
 
   it('does not let a load that started before expire() store its value as fresh', async () => {
-    const { engine, clock } = engineWithClock({ soft: '1s', hard: '1h', jitter: 0 });
-    await engine.getOrLoad('k', () => 'v1');
-    clock.advance(2_000);
-    const gate = deferred<string>();
-    const loader = counted(() => gate.promise);
-    const stale = await engine.read('k', loader);
-    await until(() => loader.calls === 1);
+    const { engine, clock, gate, stale } = await staleWithRefreshInFlight({ soft: '1s', hard: '1h', jitter: 0 });
     clock.advance(10);
     await engine.expire('k'); // the database changed while the refresh was reading it
     gate.resolve('row read before the update');
