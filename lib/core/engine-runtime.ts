@@ -32,6 +32,8 @@ export class EngineRuntime {
   readonly pendingOps = new Set<Promise<unknown>>();
   /** Fill watches of followers; `close()` ends their waits. Added and removed by the fill protocol only. */
   readonly watches = new Set<FillWatch>();
+  /** Fills running, superseded ones included. Counted by the fill protocol only. */
+  fillsRunning = 0;
   /** One per running loader; `close()` aborts them. Added and removed by the fill protocol only. */
   readonly loaders = new Map<AbortController, string>();
   /** Set once by `close()`. */

@@ -35,9 +35,27 @@ export function isFresh(entry: Entry, now: number): boolean {
   return entry.invalidated !== true && now < entry.softExpireAt;
 }
 
+/**
+ * Stale from the moment it was stored: invalidated, derived from a stale input, or loaded more
+ * slowly than its soft TTL. The caller of such a load is answered `stale`, not `miss`.
+ */
+export function isBornStale(entry: Entry): boolean {
+  if (entry.invalidated === true) return true;
+  return !isNegative(entry) && entry.softExpireAt <= entry.createdAt + entry.loadMs;
+}
+
 /** Fresh or stale: may be returned to a caller. */
 export function isServable(entry: Entry, now: number): boolean {
   return now < entry.hardExpireAt;
+}
+
+/**
+ * How long the entry had left until its hard expiry when it was made (its hard TTL from the end of
+ * its load), measured on the clock of the pod that made it: stores expire it after this long, so
+ * no two pods' clocks are ever compared for it.
+ */
+export function lifetimeLeftMs(entry: Entry): number {
+  return Math.max(1, Math.ceil(entry.hardExpireAt - entry.createdAt - entry.loadMs));
 }
 
 /** A copy marked stale by the invalidation that gave the key `version`. */

@@ -64,6 +64,7 @@ export class FillProtocol {
     // Watch before the lease attempt, so a fill landing in between is not missed.
     const watch = runtime.store.watchFill(key);
     runtime.watches.add(watch);
+    runtime.fillsRunning += 1;
     try {
       const waitStartedAt = performance.now();
       let waiting = false;
@@ -92,6 +93,7 @@ export class FillProtocol {
         // Try for the lease again: the owner failed, gave up, or died and its lease expired.
       }
     } finally {
+      runtime.fillsRunning -= 1;
       watch.close();
       runtime.watches.delete(watch);
     }
@@ -223,7 +225,7 @@ export class FillProtocol {
       fence: lease?.fence,
       stale: stale?.value as T | undefined,
     };
-    const scope = new LoadScope(key, runtime.scopes.current(), runtime.now() + maxLifetimeMs(policy));
+    const scope = new LoadScope(key, runtime.scopes.current(), maxLifetimeMs(policy));
     const aborted = new Promise<never>((_, reject) => {
       controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
     });
@@ -280,9 +282,9 @@ export class FillProtocol {
   /** Records the key under each tag until its value could expire, before it is loaded. */
   async #indexTags(key: string, tags: readonly string[] | undefined, policy: ResolvedPolicy): Promise<void> {
     if (tags === undefined || tags.length === 0) return;
-    const untilMs = this.runtime.now() + maxLifetimeMs(policy);
+    const ttlMs = maxLifetimeMs(policy);
     try {
-      await Promise.all(tags.map((tag) => this.runtime.store.addToIndex({ tag }, key, untilMs)));
+      await Promise.all(tags.map((tag) => this.runtime.store.addToIndex({ tag }, key, ttlMs)));
     } catch (error) {
       this.runtime.emit({ type: 'store-error', operation: 'index-tag', key, error });
     }

@@ -10,7 +10,7 @@ import type { HerdStore, StoreSnapshot } from '../stores/herd-store.interface.js
 import { BackgroundRefresh } from './background-refresh.js';
 import { parseDuration } from './duration.js';
 import { EngineRuntime } from './engine-runtime.js';
-import { type Entry, isFresh, isNegative, isServable } from './entry.js';
+import { type Entry, isBornStale, isFresh, isNegative, isServable } from './entry.js';
 import type { HerdEventListener, ReadPath } from './events.js';
 import { type FillMode, FillProtocol, newEntry } from './fill-protocol.js';
 import { Invalidation } from './invalidation.js';
@@ -36,7 +36,10 @@ export interface HerdEngineOptions {
 
 /** Counts of what is in progress; all zero when the engine is idle. */
 export interface EngineActivity {
-  /** Keys with a load (or a wait for another process's load) in progress. */
+  /**
+   * Fills in progress: loads, or waits for another process's load (a fill overtaken by an
+   * invalidation still counts until it ends).
+   */
   readonly inflight: number;
   /** Callers waiting with their own timeout or signal armed. */
   readonly armedWaits: number;
@@ -191,7 +194,8 @@ export class HerdEngine {
         cell,
       }),
     );
-    return toResult(fill.entry as Entry<T>, 'miss');
+    // Fail-safe: when the load failed, the stale value comes back, and says so.
+    return toResult(fill.entry as Entry<T>, fill.loaded && !isBornStale(fill.entry) ? 'miss' : 'stale');
   }
 
   /** Resolves a per-call policy over the defaults (cached per policy object). Throws ConfigurationError. */
@@ -217,13 +221,13 @@ export class HerdEngine {
 
   /** Counters since start. */
   stats(): StatsSnapshot {
-    return this.#runtime.stats.snapshot(this.#runtime.flights.size);
+    return this.#runtime.stats.snapshot(this.#runtime.fillsRunning);
   }
 
   activity(): EngineActivity {
     const runtime = this.#runtime;
     return {
-      inflight: runtime.flights.size,
+      inflight: runtime.fillsRunning,
       armedWaits: runtime.flights.armedWaits,
       loaders: runtime.loaders.size,
       pendingStoreOps: runtime.pendingOps.size,
@@ -373,7 +377,7 @@ export class HerdEngine {
   /** Records `scope`'s key as derived from `key`; if that fails, the derived value is stored stale. */
   async #linkInput(scope: LoadScope, key: string): Promise<void> {
     try {
-      await this.store.addToIndex({ inputOf: key }, scope.key, scope.linkUntilMs);
+      await this.store.addToIndex({ inputOf: key }, scope.key, scope.linkTtlMs);
     } catch (error) {
       scope.untracked = true;
       this.#runtime.emit({ type: 'store-error', operation: 'index-input', key, error });
@@ -412,7 +416,7 @@ export class HerdEngine {
       (filled): Answer<T> => {
         const entry = filled.entry as Entry<T>;
         const now = this.#runtime.now();
-        if (filled.loaded) return { entry, path: 'miss' };
+        if (filled.loaded) return { entry, path: isBornStale(entry) ? 'stale' : 'miss' };
         // A joined refresh may hand back a value that expired while it ran: never serve it.
         if (!isServable(entry, now)) {
           if (stale !== undefined && isServable(stale, now)) return { entry: stale, path: 'stale' };

@@ -19,10 +19,12 @@ export class Invalidation {
   /** Writes `entry` as the key's value (write-through); values derived from the key go stale. */
   async set(key: string, entry: Entry, policy: ResolvedPolicy): Promise<void> {
     const { store } = this.runtime;
-    // Indexed before the write: a tag invalidated between the two cannot miss the new value.
-    const untilMs = this.runtime.now() + maxLifetimeMs(policy);
-    await Promise.all((entry.tags ?? []).map((tag) => store.addToIndex({ tag }, key, untilMs)));
-    await store.set(key, entry);
+    // Indexed before the write (a tag invalidated between the two cannot miss the new value), and
+    // sent together with it, so writes of one process reach the store in the order they were made.
+    const ttlMs = maxLifetimeMs(policy);
+    const indexed = (entry.tags ?? []).map((tag) => store.addToIndex({ tag }, key, ttlMs));
+    const written = store.set(key, entry);
+    await Promise.all([...indexed, written]);
     await this.#cascade([key], 'stale');
   }
 

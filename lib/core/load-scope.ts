@@ -22,8 +22,8 @@ export class LoadScope {
     readonly key: string,
     /** The load this one runs inside (an input loaded for a derived value), for cycle detection. */
     readonly parent: LoadScope | undefined,
-    /** Until when the store keeps this key in its inputs' dependents (epoch ms). */
-    readonly linkUntilMs: number,
+    /** How long the store keeps this key among its inputs' dependents. */
+    readonly linkTtlMs: number,
   ) {}
 
   /** Records one input as read at `now`. */

@@ -102,12 +102,13 @@ export interface HerdStore {
   /**
    * Writes `entry` as the key's new value whatever the key held (a write-through): advances the
    * version, revokes any lease (fencing running loads) and wakes followers. Resolves the new version.
+   * Stores keep an entry for `lifetimeLeftMs(entry)` (never comparing their clock with the writer's).
    */
   set(key: string, entry: Entry): Promise<number>;
   /** Advances the version, revokes any lease, marks the value stale or removes it, and notifies. */
   invalidate(key: string, mode: InvalidationMode): Promise<InvalidationResult>;
-  /** Records `key` in `index` until `untilMs` (epoch ms). */
-  addToIndex(index: KeyIndex, key: string, untilMs: number): Promise<void>;
+  /** Records `key` in `index` for `ttlMs` (counted on the store's clock), or longer if already there. */
+  addToIndex(index: KeyIndex, key: string, ttlMs: number): Promise<void>;
   /** The keys recorded in `index` that may still exist. */
   indexMembers(index: KeyIndex): Promise<string[]>;
   /** Tries to take the fill lease for `key` for `ttlMs`. */

@@ -11,7 +11,8 @@ export class KeyIndexes {
 
   constructor(private readonly now: () => number) {}
 
-  add(index: KeyIndex, key: string, untilMs: number): void {
+  add(index: KeyIndex, key: string, ttlMs: number): void {
+    const untilMs = this.now() + ttlMs;
     const name = indexName(index);
     let members = this.#indexes.get(name);
     if (members === undefined) {

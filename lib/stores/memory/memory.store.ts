@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { type Entry, markedStale, withVersion } from '../../core/entry.js';
+import { type Entry, lifetimeLeftMs, markedStale, withVersion } from '../../core/entry.js';
 import { ConfigurationError } from '../../errors/configuration.error.js';
 import { FillSignals } from '../fill-signals.js';
 import type {
@@ -114,7 +114,7 @@ export class MemoryStore implements HerdStore {
   async invalidate(key: string, mode: InvalidationMode): Promise<InvalidationResult> {
     const version = this.#advance(key);
     const entry = this.#entries.get(key);
-    if (entry !== undefined && mode === 'stale') this.#write(key, markedStale(entry, version));
+    if (entry !== undefined && mode === 'stale') this.#rewrite(key, markedStale(entry, version));
     else {
       this.#entries.delete(key);
       this.#floor = version;
@@ -123,8 +123,8 @@ export class MemoryStore implements HerdStore {
     return { existed: entry !== undefined, version };
   }
 
-  async addToIndex(index: KeyIndex, key: string, untilMs: number): Promise<void> {
-    this.#indexes.add(index, key, untilMs);
+  async addToIndex(index: KeyIndex, key: string, ttlMs: number): Promise<void> {
+    this.#indexes.add(index, key, ttlMs);
   }
 
   async indexMembers(index: KeyIndex): Promise<string[]> {
@@ -187,8 +187,12 @@ export class MemoryStore implements HerdStore {
   }
 
   #write(key: string, entry: Entry): void {
-    const ttl = Math.max(1, Math.ceil(entry.hardExpireAt - this.#now()));
-    this.#entries.set(key, entry, { ttl });
+    this.#entries.set(key, entry, { ttl: lifetimeLeftMs(entry) });
+  }
+
+  /** Replaces the entry, keeping the time it has left. */
+  #rewrite(key: string, entry: Entry): void {
+    this.#entries.set(key, entry, { ttl: Math.max(1, this.#entries.getRemainingTTL(key)) });
   }
 
   #dropLease(key: string, held: HeldLease): void {

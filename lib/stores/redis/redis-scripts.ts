@@ -151,17 +151,31 @@ end
 return 0
 `;
 
+/** Redis's own clock in milliseconds: index deadlines never depend on a pod's clock. */
+const NOW_MS = `
+local function nowMs()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+`;
+
 /**
- * KEYS: index (a sorted set). ARGV: member key, until (ms), now (ms). Records the member until the
- * later of its deadlines, drops members past theirs, and keeps the set alive as long as its longest
- * member.
+ * KEYS: index (a sorted set). ARGV: member key, ttl (ms). Records the member until the later of
+ * its deadlines (on Redis's clock), drops members past theirs, and keeps the set alive as long as
+ * its longest member.
  */
-export const ADD_TO_INDEX = `
-redis.call('ZADD', KEYS[1], 'GT', ARGV[2], ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
+export const ADD_TO_INDEX = `${NOW_MS}
+local now = nowMs()
+redis.call('ZADD', KEYS[1], 'GT', string.format('%.0f', now + tonumber(ARGV[2])), ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
 if last[2] then
   redis.call('PEXPIREAT', KEYS[1], last[2])
 end
 return 1
+`;
+
+/** KEYS: index. The members whose deadline (on Redis's clock) has not passed. */
+export const INDEX_MEMBERS = `${NOW_MS}
+return redis.call('ZRANGEBYSCORE', KEYS[1], nowMs(), '+inf')
 `;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Cluster, Command, Redis, type RedisOptions } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import { parseDuration } from '../../core/duration.js';
-import { type Entry, decodeEntry, encodeEntry, markedStale, withVersion } from '../../core/entry.js';
+import { type Entry, decodeEntry, encodeEntry, lifetimeLeftMs, markedStale, withVersion } from '../../core/entry.js';
 import { ConfigurationError } from '../../errors/configuration.error.js';
 import { SerializationError } from '../../errors/serialization.error.js';
 import { StoreError } from '../../errors/store.error.js';
@@ -31,6 +31,7 @@ import {
   ADD_TO_INDEX,
   EXTEND_LEASE,
   FILL,
+  INDEX_MEMBERS,
   INVALIDATE,
   RELEASE_LEASE,
   SET_VALUE,
@@ -84,7 +85,8 @@ interface HerdGuardCommands {
   ): Promise<[number, string]>;
   herdGuardRelease(lease: string, token: string, channel: string, keyPart: string, fence: string): Promise<number>;
   herdGuardExtend(lease: string, token: string, ttlMs: number): Promise<number>;
-  herdGuardIndex(index: string, member: string, untilMs: number, nowMs: number): Promise<number>;
+  herdGuardIndex(index: string, member: string, ttlMs: number): Promise<number>;
+  herdGuardIndexMembers(index: string): Promise<string[]>;
 }
 
 type Client = (Redis | Cluster) & HerdGuardCommands;
@@ -163,6 +165,11 @@ export class RedisStore implements HerdStore {
       () => false,
     );
     if (this.#ownsClient) this.#client.on('error', () => undefined);
+  }
+
+  /** Followers currently registered for fill notifications. */
+  get watchers(): number {
+    return this.#signals.size;
   }
 
   /**
@@ -245,7 +252,7 @@ export class RedisStore implements HerdStore {
       return false;
     }
     const layout = this.keys.for(key);
-    const pxMs = Math.max(1, Math.ceil(entry.hardExpireAt - Date.now()));
+    const pxMs = lifetimeLeftMs(entry);
     const written = await this.#command('fill', key, () =>
       this.#client.herdGuardFill(
         layout.value,
@@ -269,7 +276,7 @@ export class RedisStore implements HerdStore {
   async set(key: string, entry: Entry): Promise<number> {
     const envelope = this.#encode(key, entry);
     const layout = this.keys.for(key);
-    const pxMs = Math.max(1, Math.ceil(entry.hardExpireAt - Date.now()));
+    const pxMs = lifetimeLeftMs(entry);
     const version = Number(
       await this.#command('set', key, () =>
         this.#client.herdGuardSet(
@@ -307,16 +314,12 @@ export class RedisStore implements HerdStore {
     return { existed: existed === 1, version: Number(version) };
   }
 
-  async addToIndex(index: KeyIndex, key: string, untilMs: number): Promise<void> {
-    await this.#command('index', key, () =>
-      this.#client.herdGuardIndex(this.#indexKey(index), key, Math.ceil(untilMs), Date.now()),
-    );
+  async addToIndex(index: KeyIndex, key: string, ttlMs: number): Promise<void> {
+    await this.#command('index', key, () => this.#client.herdGuardIndex(this.#indexKey(index), key, Math.ceil(ttlMs)));
   }
 
   async indexMembers(index: KeyIndex): Promise<string[]> {
-    return this.#command('index-members', undefined, () =>
-      this.#client.zrangebyscore(this.#indexKey(index), Date.now(), '+inf'),
-    );
+    return this.#command('index-members', undefined, () => this.#client.herdGuardIndexMembers(this.#indexKey(index)));
   }
 
   async acquireLease(key: string, ttlMs: number, options: AcquireOptions = {}): Promise<LeaseAttempt> {
@@ -536,6 +539,7 @@ function defineCommands(client: Redis | Cluster): Client {
   client.defineCommand('herdGuardRelease', { numberOfKeys: 1, lua: RELEASE_LEASE });
   client.defineCommand('herdGuardExtend', { numberOfKeys: 1, lua: EXTEND_LEASE });
   client.defineCommand('herdGuardIndex', { numberOfKeys: 1, lua: ADD_TO_INDEX });
+  client.defineCommand('herdGuardIndexMembers', { numberOfKeys: 1, lua: INDEX_MEMBERS });
   return client as Client;
 }
 

@@ -1,0 +1,477 @@
+/**
+ * A model-based test of the engine: random interleavings of reads, loads (fast, slow, failing,
+ * never settling), writes, invalidations, tag calls and refreshes on 2-3 engines with skewed clocks
+ * over one store, checked against what the cache promises:
+ * - no read that started after an invalidation resolved gets a value loaded before it, unless it
+ *   is answered `stale` (a derived value included: its inputs count);
+ * - never a value past its hard expiry (on the reader's clock);
+ * - at most one leased load of a key at a time, unless an invalidation, a refresh() or the lease's
+ *   own expiry came in between, and fences grow;
+ * - only typed errors; and once idle, no flight, armed wait, loader, pending store write or watch left.
+ *
+ * `HERD_MODEL_RUNS` sets the number of runs (CI keeps it small), `HERD_MODEL_SEED` replays a seed.
+ */
+import { expect } from '@jest/globals';
+import fc from 'fast-check';
+import {
+  type CachePolicy,
+  type HerdEngine,
+  HerdGuardError,
+  type LoadContext,
+  type ReadResult,
+} from '../../lib/index.js';
+import { sleep, until } from '../helpers/deferred.js';
+
+export type BaseKey = 'a' | 'b';
+export type Key = BaseKey | 'd';
+type Plan = 'fast' | 'slow' | 'fail' | 'hang';
+
+type Step =
+  | { readonly op: 'read'; readonly pod: number; readonly key: Key; readonly timeoutMs: number | null }
+  | { readonly op: 'update'; readonly pod: number; readonly key: BaseKey; readonly how: 'set' | 'expire' | 'delete' }
+  | { readonly op: 'tag'; readonly pod: number; readonly how: 'expire' | 'delete' }
+  | { readonly op: 'refresh'; readonly pod: number; readonly key: BaseKey };
+
+export interface Scenario {
+  readonly offsetsMs: readonly number[];
+  readonly steps: ReadonlyArray<{ readonly gapMs: number; readonly step: Step }>;
+  readonly plans: readonly Plan[];
+}
+
+/** Engines over one shared store, and what the check reads of the store when they are idle. */
+export interface ModelCluster {
+  readonly engines: readonly HerdEngine[];
+  /** Followers still registered with the store(s). */
+  watchers(): number;
+  close(): Promise<void>;
+}
+
+export const MODEL_POLICY: CachePolicy = {
+  soft: 80,
+  hard: 400,
+  jitter: 0,
+  leaseTtl: 100,
+  waitTimeout: 150,
+  loaderHardTimeout: 200,
+  backoff: { initial: 20, max: 50 },
+};
+const LEASE_TTL_MS = 100;
+const TAG = 'base';
+
+/** When an operation began: its tick and its monotonic time. */
+interface Since {
+  readonly tick: number;
+  readonly ms: number;
+}
+
+interface Write {
+  readonly dbv: number;
+  readonly kind: 'set' | 'invalidation';
+  readonly issuedAt: number;
+  resolvedAt: number | undefined;
+}
+
+interface BaseValue {
+  readonly key: BaseKey;
+  readonly dbv: number;
+}
+interface DerivedValue {
+  readonly a: BaseValue;
+  readonly b: BaseValue;
+}
+
+function scenarioArbitrary(): fc.Arbitrary<Scenario> {
+  const pods = 3;
+  const pod = fc.integer({ min: 0, max: pods - 1 });
+  const base = fc.constantFrom<BaseKey>('a', 'b');
+  const step: fc.Arbitrary<Step> = fc.oneof(
+    {
+      weight: 6,
+      arbitrary: fc.record({
+        op: fc.constant('read' as const),
+        pod,
+        key: fc.constantFrom<Key>('a', 'b', 'd'),
+        timeoutMs: fc.option(fc.integer({ min: 1, max: 60 })),
+      }),
+    },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        op: fc.constant('update' as const),
+        pod,
+        key: base,
+        how: fc.constantFrom('set' as const, 'expire' as const, 'delete' as const),
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        op: fc.constant('tag' as const),
+        pod,
+        how: fc.constantFrom('expire' as const, 'delete' as const),
+      }),
+    },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('refresh' as const), pod, key: base }) },
+  );
+  // Mostly short gaps, so loads, invalidations and reads overlap.
+  const gapMs = fc.oneof(
+    { weight: 3, arbitrary: fc.constant(0) },
+    { weight: 4, arbitrary: fc.integer({ min: 1, max: 6 }) },
+    { weight: 1, arbitrary: fc.integer({ min: 7, max: 30 }) },
+  );
+  return fc.record({
+    offsetsMs: fc.array(fc.constantFrom(-5_000, 0, 0, 5_000), { minLength: 2, maxLength: pods }),
+    steps: fc.array(fc.record({ gapMs, step }), {
+      minLength: 1,
+      maxLength: 24,
+    }),
+    plans: fc.array(fc.constantFrom<Plan>('fast', 'fast', 'slow', 'slow', 'slow', 'fail', 'hang'), {
+      minLength: 1,
+      maxLength: 12,
+    }),
+  });
+}
+
+/** The reference: the database, what has been invalidated when, and the loads running. */
+class Model {
+  /** Logical time: every event the check orders gets the next tick. */
+  #clock = 0;
+  readonly db: Record<BaseKey, number> = { a: 0, b: 0 };
+  /**
+   * Per key: every write (set() or an invalidation) with the database version it stands for, the
+   * tick it was called at and the tick it resolved at (`undefined` while running).
+   */
+  readonly #writes: Record<BaseKey, Write[]> = { a: [], b: [] };
+  /**
+   * Per key: calls that revoke its lease (invalidations, refresh()), with the tick they resolved at
+   * (`undefined` while running: the store may apply them at any moment until then).
+   */
+  readonly #revocations: Record<Key, Array<{ resolvedAt: number | undefined }>> = { a: [], b: [], d: [] };
+  readonly #running: Record<Key, Array<{ fence: number; since: Since }>> = {
+    a: [],
+    b: [],
+    d: [],
+  };
+  readonly violations: string[] = [];
+
+  tick(): number {
+    return (this.#clock += 1);
+  }
+
+  /** A call that revokes `key`'s lease (and, by cascade, the derived key's) starts; call the result when it ends. */
+  revoke(key: BaseKey): () => void {
+    const revocation: { resolvedAt: number | undefined } = { resolvedAt: undefined };
+    this.#revocations[key].push(revocation);
+    this.#revocations.d.push(revocation);
+    return () => {
+      revocation.resolvedAt = this.tick();
+    };
+  }
+
+  /** A write of `key` standing for database version `dbv` starts; call the result when it resolves. */
+  write(key: BaseKey, dbv: number, kind: Write['kind']): () => void {
+    const write: Write = { dbv, kind, issuedAt: this.tick(), resolvedAt: undefined };
+    this.#writes[key].push(write);
+    return () => {
+      write.resolvedAt = this.tick();
+    };
+  }
+
+  /**
+   * Whether a read of `key` started at `startedAt` may answer `dbv` as fresh: every write resolved
+   * before the read stands for `dbv` or older, unless `dbv` is the value of a set() that overlapped
+   * that write (concurrent writes reach the store in either order, and the later arrival wins).
+   */
+  #fresh(key: BaseKey, dbv: number, startedAt: number): string | undefined {
+    const source = this.#writes[key].find((write) => write.kind === 'set' && write.dbv === dbv);
+    for (const write of this.#writes[key]) {
+      if (write.resolvedAt === undefined || write.resolvedAt >= startedAt || dbv >= write.dbv) continue;
+      const overlapped =
+        source !== undefined && (source.resolvedAt === undefined || source.resolvedAt > write.issuedAt);
+      if (!overlapped) return `${write.kind} of ${key}@${write.dbv}`;
+    }
+    return undefined;
+  }
+
+  /**
+   * A loader of `key` starts under `fence`, for an operation issued at tick `since` (its lease was
+   * granted after that). Two leased loads may overlap only if the older lease was revoked after it
+   * was granted (an invalidation or refresh() that had not resolved before the older one's
+   * operation began), or may have lapsed (granted more than a lease TTL ago).
+   */
+  loadStarted(key: Key, fence: number | undefined, since: Since): () => void {
+    if (fence === undefined) return () => undefined;
+    const now = performance.now();
+    for (const other of this.#running[key]) {
+      if (other.fence === fence) {
+        this.violations.push(`${key}: two loads under the same lease (fence ${fence})`);
+        continue;
+      }
+      const older = other.fence < fence ? other.since : since;
+      const revoked = this.#revocations[key].some(
+        (revocation) => revocation.resolvedAt === undefined || revocation.resolvedAt > older.tick,
+      );
+      const lapsed = now - older.ms >= LEASE_TTL_MS;
+      if (!revoked && !lapsed) {
+        this.violations.push(
+          `${key}: two leased loads at once (fences ${other.fence}, ${fence}) with nothing revoking the first`,
+        );
+      }
+    }
+    const load = { fence, since };
+    this.#running[key].push(load);
+    return () => {
+      this.#running[key] = this.#running[key].filter((running) => running !== load);
+    };
+  }
+
+  /** Now, as a point an operation starts at. */
+  since(): Since {
+    return { tick: this.tick(), ms: performance.now() };
+  }
+
+  checkRead(key: Key, startedAt: number, result: ReadResult<unknown>, readerNow: number): void {
+    if (result.path !== 'stale' && !result.negative) {
+      const values: BaseValue[] =
+        key === 'd'
+          ? [(result.value as DerivedValue).a, (result.value as DerivedValue).b]
+          : [result.value as BaseValue];
+      for (const value of values) {
+        const outdatedBy = this.#fresh(value.key, value.dbv, startedAt);
+        if (outdatedBy !== undefined) {
+          this.violations.push(
+            `read of ${key} started after the ${outdatedBy} resolved, and got ${value.key}@${value.dbv} as ${result.path}`,
+          );
+        }
+      }
+    }
+    // A little slack: the engine checked a moment before this callback ran.
+    if (result.path !== 'miss' && result.hardExpireAt <= readerNow - 10) {
+      this.violations.push(`read of ${key} got a value past its hard expiry (${result.path})`);
+    }
+  }
+}
+
+/** Runs one scenario on a fresh cluster and returns what it violated (empty when all held). */
+async function runScenario(scenario: Scenario, start: (offsetsMs: readonly number[]) => Promise<ModelCluster>) {
+  const cluster = await start(scenario.offsetsMs);
+  const { engines } = cluster;
+  const model = new Model();
+  let nextPlan = 0;
+  const plan = (): Plan => scenario.plans[nextPlan++ % scenario.plans.length]!;
+  const pending: Array<Promise<unknown>> = [];
+  const clockOf = (pod: number) => () => Date.now() + (scenario.offsetsMs[pod] ?? 0);
+
+  const behave = async (context: LoadContext<unknown>): Promise<void> => {
+    switch (plan()) {
+      case 'fast':
+        return;
+      case 'slow':
+        return sleep(30);
+      case 'fail':
+        throw new Error('backend failed');
+      case 'hang':
+        await new Promise((_, reject) => {
+          context.signal.addEventListener('abort', () => reject(context.signal.reason as Error), { once: true });
+        });
+    }
+  };
+  const baseLoader =
+    (key: BaseKey, since: Since) =>
+    async (context: LoadContext<unknown>): Promise<BaseValue> => {
+      const done = model.loadStarted(key, context.fence, since);
+      try {
+        const value = { key, dbv: model.db[key] };
+        await behave(context);
+        return value;
+      } finally {
+        done();
+      }
+    };
+  const derivedLoader =
+    (engine: HerdEngine, since: Since) =>
+    async (context: LoadContext<unknown>): Promise<DerivedValue> => {
+      const done = model.loadStarted('d', context.fence, since);
+      try {
+        const a = (await engine.getOrLoad('a', baseLoader('a', since), { tags: [TAG] })) as BaseValue;
+        const b = (await engine.getOrLoad('b', baseLoader('b', since), { tags: [TAG] })) as BaseValue;
+        await behave(context);
+        return { a, b };
+      } finally {
+        done();
+      }
+    };
+  const expectTyped = (error: unknown): void => {
+    if (!(error instanceof HerdGuardError)) model.violations.push(`untyped error: ${String(error)}`);
+  };
+
+  try {
+    for (const { gapMs, step } of scenario.steps) {
+      if (gapMs > 0) await sleep(gapMs);
+      const pod = step.pod % engines.length;
+      const engine = engines[pod]!;
+      switch (step.op) {
+        case 'read': {
+          const since = model.since();
+          const startedAt = since.tick;
+          const loader = step.key === 'd' ? derivedLoader(engine, since) : baseLoader(step.key, since);
+          const options = { tags: step.key === 'd' ? undefined : [TAG], timeout: step.timeoutMs ?? undefined };
+          pending.push(
+            engine
+              .read(step.key, loader, options)
+              .then((result) => model.checkRead(step.key, startedAt, result, clockOf(pod)()), expectTyped),
+          );
+          break;
+        }
+        case 'update': {
+          const dbv = (model.db[step.key] += 1);
+          const revoked = model.revoke(step.key);
+          const written = model.write(step.key, dbv, step.how === 'set' ? 'set' : 'invalidation');
+          const done =
+            step.how === 'set'
+              ? engine.set(step.key, { key: step.key, dbv }, { tags: [TAG] })
+              : step.how === 'expire'
+                ? engine.expire(step.key)
+                : engine.delete(step.key);
+          pending.push(done.then(written, expectTyped).finally(revoked));
+          break;
+        }
+        case 'tag': {
+          const versions = { a: (model.db.a += 1), b: (model.db.b += 1) };
+          const revoked = [model.revoke('a'), model.revoke('b')];
+          const written = [model.write('a', versions.a, 'invalidation'), model.write('b', versions.b, 'invalidation')];
+          const done = step.how === 'expire' ? engine.expireTag(TAG) : engine.deleteTag(TAG);
+          pending.push(
+            done
+              .then(() => written.forEach((end) => end()), expectTyped)
+              .finally(() => revoked.forEach((end) => end())),
+          );
+          break;
+        }
+        case 'refresh': {
+          const revoked = model.revoke(step.key);
+          const floor = model.db[step.key];
+          pending.push(
+            engine
+              .refresh(step.key, baseLoader(step.key, model.since()), { tags: [TAG] })
+              .then((result) => {
+                const value = result.value as BaseValue;
+                if (result.path === 'miss' && value.dbv < floor) {
+                  model.violations.push(
+                    `refresh() of ${step.key} returned ${value.dbv}, older than ${floor} at the call`,
+                  );
+                }
+              }, expectTyped)
+              .finally(revoked),
+          );
+          break;
+        }
+      }
+    }
+    await Promise.all(pending);
+    await until(
+      () =>
+        engines.every((engine) => {
+          const activity = engine.activity();
+          return activity.inflight + activity.armedWaits + activity.loaders + activity.pendingStoreOps === 0;
+        }),
+      5_000,
+      'every engine to be idle (no flight, armed wait, loader or pending store write)',
+    );
+    if (cluster.watchers() !== 0) model.violations.push(`${cluster.watchers()} fill watches left registered`);
+  } finally {
+    await cluster.close();
+  }
+  return model.violations;
+}
+
+/** Checks the scenario property with fast-check; a failure reports its seed and shrunk scenario. */
+export async function checkModel(
+  start: (offsetsMs: readonly number[]) => Promise<ModelCluster>,
+  defaultRuns: number,
+): Promise<void> {
+  const numRuns = Number(process.env['HERD_MODEL_RUNS'] ?? defaultRuns);
+  const seed = process.env['HERD_MODEL_SEED'] === undefined ? undefined : Number(process.env['HERD_MODEL_SEED']);
+  const property = fc.asyncProperty(scenarioArbitrary(), async (scenario) => {
+    const violations = await runScenario(scenario, start);
+    expect(violations).toEqual([]);
+  });
+  await fc.assert(property, {
+    numRuns,
+    seed,
+    endOnFailure: process.env['HERD_MODEL_SHRINK'] === '0',
+    examples: REGRESSIONS.map((scenario) => [scenario]),
+  });
+}
+
+export const MODEL_TIMEOUT_MS = 600_000;
+
+const read = (pod: number, key: Key, gapMs = 0) => ({
+  gapMs,
+  step: { op: 'read' as const, pod, key, timeoutMs: null },
+});
+const update = (pod: number, key: BaseKey, how: 'set' | 'expire' | 'delete', gapMs = 0) => ({
+  gapMs,
+  step: { op: 'update' as const, pod, key, how },
+});
+
+/** Scenarios run before the random ones: each once broke a promise (or would, without its fix). */
+const REGRESSIONS: readonly Scenario[] = [
+  {
+    offsetsMs: [-5000, -5000],
+    steps: [
+      { gapMs: 1, step: { op: 'read', pod: 0, key: 'a', timeoutMs: null } },
+      { gapMs: 1, step: { op: 'update', pod: 0, key: 'a', how: 'set' } },
+      { gapMs: 3, step: { op: 'read', pod: 0, key: 'd', timeoutMs: null } },
+      { gapMs: 0, step: { op: 'update', pod: 0, key: 'b', how: 'expire' } },
+      { gapMs: 5, step: { op: 'read', pod: 2, key: 'a', timeoutMs: 6 } },
+      { gapMs: 6, step: { op: 'update', pod: 1, key: 'a', how: 'delete' } },
+      { gapMs: 0, step: { op: 'refresh', pod: 2, key: 'a' } },
+    ],
+    plans: ['slow', 'slow', 'fast', 'hang', 'fail', 'hang', 'fast', 'fast'],
+  },
+  {
+    offsetsMs: [5000, 0],
+    steps: [
+      { gapMs: 18, step: { op: 'refresh', pod: 1, key: 'a' } },
+      { gapMs: 0, step: { op: 'update', pod: 1, key: 'a', how: 'delete' } },
+      { gapMs: 0, step: { op: 'read', pod: 1, key: 'd', timeoutMs: 23 } },
+      { gapMs: 0, step: { op: 'read', pod: 0, key: 'a', timeoutMs: 44 } },
+      { gapMs: 17, step: { op: 'update', pod: 2, key: 'b', how: 'delete' } },
+      { gapMs: 0, step: { op: 'read', pod: 2, key: 'b', timeoutMs: null } },
+    ],
+    plans: ['fast', 'slow', 'hang', 'fast', 'slow', 'fast', 'hang', 'slow', 'hang', 'hang', 'slow'],
+  },
+  // A read after expire() must not join the load that read the row before it.
+  { offsetsMs: [0, 0], steps: [read(0, 'a'), update(1, 'a', 'expire', 5), read(0, 'a', 1)], plans: ['slow'] },
+  { offsetsMs: [0, 0], steps: [read(0, 'a'), update(0, 'a', 'delete', 5), read(0, 'a', 1)], plans: ['hang', 'fast'] },
+  // refresh() takes over a hung load: two leased loads, the first one revoked.
+  {
+    offsetsMs: [-5_000, -5_000],
+    steps: [read(0, 'b'), { gapMs: 0, step: { op: 'refresh', pod: 0, key: 'b' } }, update(0, 'a', 'set', 1)],
+    plans: ['hang'],
+  },
+  // Index deadlines on a pod whose clock is behind must not drop the dependency links.
+  {
+    offsetsMs: [-5_000, -5_000],
+    steps: [
+      { gapMs: 1, step: { op: 'read', pod: 0, key: 'd', timeoutMs: 1 } },
+      read(0, 'a', 4),
+      read(1, 'a', 1),
+      { gapMs: 0, step: { op: 'tag', pod: 0, how: 'expire' } },
+      { gapMs: 2, step: { op: 'read', pod: 1, key: 'd', timeoutMs: 46 } },
+    ],
+    plans: ['fast', 'fast', 'slow', 'fast', 'fail', 'fail', 'fast'],
+  },
+  // set() and delete() of one pod reach the store in the order they were called.
+  {
+    offsetsMs: [-5_000, -5_000],
+    steps: [
+      update(0, 'b', 'set'),
+      update(0, 'b', 'delete'),
+      { gapMs: 2, step: { op: 'read', pod: 0, key: 'b', timeoutMs: 1 } },
+      read(0, 'a'),
+    ],
+    plans: ['fast', 'slow', 'fast', 'fast', 'fail'],
+  },
+];
