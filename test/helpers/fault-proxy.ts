@@ -74,7 +74,7 @@ export class FaultProxy {
   private readonly flows: Flows = { toServer: healthy(), toClient: healthy() };
   /** Written by refuseNew()/restore(); read when a connection is accepted. */
   private refusing = false;
-  /** Live connections; a link removes itself once both of its sockets have closed. */
+  /** Every link until both of its sockets have closed, dropped ones included (stop() awaits them). */
   private readonly links = new Set<Link>();
   private nextId = 1;
 
@@ -102,12 +102,12 @@ export class FaultProxy {
 
   /** Number of client connections currently open through the proxy. */
   get connections(): number {
-    return this.links.size;
+    return this.list().length;
   }
 
-  /** The open connections, oldest first. */
+  /** The open connections, oldest first; a dropped one leaves at once. */
   list(): ProxyConnection[] {
-    return [...this.links];
+    return [...this.links].filter((link) => !link.dropped);
   }
 
   /** A new ioredis client through the proxy; the caller closes it (`stopAllFaultProxies` closes leftovers). */
@@ -136,7 +136,7 @@ export class FaultProxy {
 
   /** Resets the open connections matching `predicate`, e.g. `(c) => c.isSubscriber`. Returns how many. */
   dropWhere(predicate: (connection: ProxyConnection) => boolean): number {
-    const chosen = [...this.links].filter((link) => predicate(link));
+    const chosen = this.list().filter((link) => predicate(link));
     for (const link of chosen) link.drop();
     return chosen.length;
   }
@@ -228,6 +228,8 @@ class Link implements ProxyConnection {
   /** The end of the previous client chunk, written by `scan`. */
   private scanTail = '';
   private openSockets = 2;
+  /** Set once by drop(); the link is then out of `list()` while its sockets finish closing. */
+  dropped = false;
   /** Resolves once both sockets have closed and the link has left the proxy. */
   readonly closed: Promise<void>;
 
@@ -290,6 +292,7 @@ class Link implements ProxyConnection {
 
   /** Clears both pipes and resets both sockets; `closed` resolves once they are closed. */
   drop(): void {
+    this.dropped = true;
     this.toServer.clear();
     this.toClient.clear();
     reset(this.server);
@@ -373,11 +376,12 @@ class Pipe {
   }
 }
 
-/** Closes with RST rather than FIN, so the peer sees ECONNRESET. */
+/** Closes with RST rather than FIN where TCP allows it, so the peer sees ECONNRESET. */
 function reset(socket: Socket): void {
   if (socket.destroyed) return;
-  // resetAndDestroy() on a socket still connecting would wait for the connect to finish.
-  if (socket.connecting) socket.destroy();
+  // A socket still connecting would only reset once connected. One whose sending side is shut
+  // down cannot be reset at all: Node then never closes the handle, which leaks and spins.
+  if (socket.connecting || socket.writableEnded) socket.destroy();
   else socket.resetAndDestroy();
 }
 

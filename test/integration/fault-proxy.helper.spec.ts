@@ -282,6 +282,39 @@ describe('FaultProxy', () => {
     expect(await client.set('k', 'again')).toBe('OK');
   });
 
+  it('passes a close by the server on to a client that keeps its side open, and stop still resolves', async () => {
+    await startProxy();
+    const socket = createConnection({ host: proxy.host, port: proxy.port, allowHalfOpen: true });
+    const ended = new Promise((resolve) => socket.once('end', resolve));
+    let reply = '';
+    socket.on('data', (chunk: Buffer) => (reply += chunk.toString()));
+    socket.write('*1\r\n$4\r\nQUIT\r\n');
+
+    // Redis answers and closes; the proxy forwards the reply, then the FIN.
+    await ended;
+    expect(reply).toBe('+OK\r\n');
+    expect(proxy.connections).toBe(1);
+
+    // The proxy's side of that connection can no longer be reset, only closed.
+    await proxy.stop();
+    expect(proxy.connections).toBe(0);
+
+    const closed = new Promise((resolve) => socket.once('close', resolve));
+    socket.end();
+    await closed;
+  });
+
+  it('stops right after a client quits, while its connection is still closing', async () => {
+    for (let round = 0; round < 10; round++) {
+      await startProxy();
+      const client = await readyClient();
+      await client.quit();
+
+      await proxy.stop();
+      expect(proxy.connections).toBe(0);
+    }
+  });
+
   it('closes the listener, every socket and every timer on stop', async () => {
     // Handles closed by the previous test's cleanup leave in the loop's close phase, after a turn or two.
     await flush();
