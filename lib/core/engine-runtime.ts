@@ -1,5 +1,5 @@
 import { ClosedError } from '../errors/closed.error.js';
-import { InvalidKeyError } from '../errors/invalid-key.error.js';
+import { InvalidKeyError, isValidKey } from '../errors/invalid-key.error.js';
 import {
   CORRUPT_ENTRY,
   type FillWatch,
@@ -32,12 +32,14 @@ export class EngineRuntime {
   readonly pendingOps = new Set<Promise<unknown>>();
   /** Fill watches of followers; `close()` ends their waits. Added and removed by the fill protocol only. */
   readonly watches = new Set<FillWatch>();
-  /** Fills running, superseded ones included. Counted by the fill protocol only. */
-  fillsRunning = 0;
+  /** Fills running, superseded ones included; `close()` waits for them. Added and removed by the fill protocol only. */
+  readonly fills = new Set<Promise<unknown>>();
   /** One per running loader; `close()` aborts them. Added and removed by the fill protocol only. */
   readonly loaders = new Map<AbortController, string>();
   /** Set once by `close()`. */
   closed = false;
+  /** Store errors already reported (a shared read's error reaches every caller that joined it). */
+  readonly #reported = new WeakSet<object>();
 
   constructor(
     readonly store: HerdStore,
@@ -59,7 +61,11 @@ export class EngineRuntime {
   }
 
   storeReadFailed(key: string, error: unknown): StoreSnapshot {
-    this.emit({ type: 'store-error', operation: 'get', key, error });
+    // A read shared by many callers fails once for all of them: count the failed command once.
+    if (typeof error !== 'object' || error === null || !this.#reported.has(error)) {
+      if (typeof error === 'object' && error !== null) this.#reported.add(error);
+      this.emit({ type: 'store-error', operation: 'get', key, error });
+    }
     return UNREACHABLE;
   }
 
@@ -92,7 +98,7 @@ export class EngineRuntime {
   }
 
   assertOpen(key: unknown): asserts key is string {
-    if (typeof key !== 'string' || key.length === 0) throw new InvalidKeyError(key);
+    if (!isValidKey(key)) throw new InvalidKeyError(key);
     if (this.closed) throw new ClosedError(key);
   }
 }

@@ -1,4 +1,6 @@
 import { ClosedError } from '../errors/closed.error.js';
+import { ConfigurationError } from '../errors/configuration.error.js';
+import { isValidKey } from '../errors/invalid-key.error.js';
 import { HerdGuardError } from '../errors/herd-guard.error.js';
 import { LoaderFailedError } from '../errors/loader-failed.error.js';
 import { LoaderTimeoutError } from '../errors/loader-timeout.error.js';
@@ -46,7 +48,7 @@ export interface FillRequest<T> {
 
 type LeaseOutcome =
   | { readonly kind: 'owner'; readonly lease: Lease; readonly current: Entry | undefined }
-  | { readonly kind: 'contended'; readonly current: Entry | undefined }
+  | { readonly kind: 'contended'; readonly current: Entry | undefined; readonly version: number }
   | { readonly kind: 'unreachable' };
 
 /**
@@ -58,20 +60,36 @@ type LeaseOutcome =
 export class FillProtocol {
   constructor(private readonly runtime: EngineRuntime) {}
 
-  async run<T>(request: FillRequest<T>): Promise<Fill> {
+  run<T>(request: FillRequest<T>): Promise<Fill> {
+    const { fills } = this.runtime;
+    const running = this.#run(request);
+    fills.add(running);
+    const settled = (): void => {
+      fills.delete(running);
+    };
+    running.then(settled, settled);
+    return running;
+  }
+
+  async #run<T>(request: FillRequest<T>): Promise<Fill> {
     const { key, policy } = request;
     const { runtime } = this;
     // Watch before the lease attempt, so a fill landing in between is not missed.
     const watch = runtime.store.watchFill(key);
     runtime.watches.add(watch);
-    runtime.fillsRunning += 1;
     try {
       const waitStartedAt = performance.now();
+      const giveUpAt = waitStartedAt + 2 * policy.waitTimeoutMs;
       let waiting = false;
+      /** The version of the lease holder being waited for, and since when (each holder gets waitTimeout). */
+      let holder: { version: number; since: number } | undefined;
+      /** Set when the holder made no progress within waitTimeout: the next attempt takes its lease over. */
+      let takeoverFrom: number | undefined;
       for (;;) {
         // A fill still running when the engine closed must not start a load (or take a lease).
         if (runtime.closed) throw new ClosedError(key);
-        const outcome = await this.#tryLease(request);
+        const outcome = await this.#tryLease(request, takeoverFrom);
+        takeoverFrom = undefined;
         // Check: nothing to coordinate with, so load here (coalesced in this process only).
         if (outcome.kind === 'unreachable') return await this.#load(request, undefined, undefined);
         // Lock: this caller owns the fill.
@@ -82,10 +100,18 @@ export class FillProtocol {
         if (usable !== undefined) return { entry: usable, loaded: false };
         if (!waiting) runtime.emit({ type: 'wait', key });
         waiting = true;
-        const waitedMs = performance.now() - waitStartedAt;
-        if (waitedMs >= policy.waitTimeoutMs) return await this.#onWaitTimeout(request, waitedMs);
+        const now = performance.now();
+        if (holder?.version !== outcome.version) holder = { version: outcome.version, since: now };
+        if (now >= giveUpAt) return await this.#onWaitTimeout(request, now - waitStartedAt);
+        const stuckAt = holder.since + policy.waitTimeoutMs;
+        if (now >= stuckAt) {
+          // The holder made no progress within waitTimeout: take its lease over. The compare-and-set
+          // on its version lets one caller in the cluster win; the others then wait for that one.
+          takeoverFrom = holder.version;
+          continue;
+        }
         // The owner's notification wakes us; the store is re-checked anyway (a notification is a hint).
-        const timeoutMs = Math.min(policy.waitTimeoutMs - waitedMs, policy.leaseTtlMs, RECHECK_INTERVAL_MS);
+        const timeoutMs = Math.min(stuckAt - now, policy.leaseTtlMs, RECHECK_INTERVAL_MS);
         if (await watch.next(timeoutMs)) {
           const filled = this.#usable(request, runtime.decoded(key, (await runtime.storeGet(key)).entry));
           if (filled !== undefined) return { entry: filled, loaded: false };
@@ -93,7 +119,6 @@ export class FillProtocol {
         // Try for the lease again: the owner failed, gave up, or died and its lease expired.
       }
     } finally {
-      runtime.fillsRunning -= 1;
       watch.close();
       runtime.watches.delete(watch);
     }
@@ -130,6 +155,8 @@ export class FillProtocol {
       try {
         loaded = await this.#runLoader(request, stale, lease);
       } catch (error) {
+        // Stopped by close(): not the loader's failure, and nothing to back off from.
+        if (error instanceof ClosedError && runtime.closed) throw error;
         runtime.emit({
           type: 'load-failed',
           key,
@@ -247,15 +274,19 @@ export class FillProtocol {
     throw new UpstreamUnavailableError(request.key, waitedMs);
   }
 
-  async #tryLease<T>(request: FillRequest<T>): Promise<LeaseOutcome> {
+  /** One lease attempt; `refresh()` (and a follower whose wait timed out) takes over from a version. */
+  async #tryLease<T>(request: FillRequest<T>, takeoverAfterWait: number | undefined): Promise<LeaseOutcome> {
     const { key, policy, cell } = request;
-    const takeoverFrom = request.mode === 'forced' ? request.fromVersion : undefined;
+    const takeoverFrom = request.mode === 'forced' ? request.fromVersion : takeoverAfterWait;
     try {
-      const { lease, current } = await this.runtime.store.acquireLease(key, policy.leaseTtlMs, { takeoverFrom });
+      const attempt = await this.runtime.store.acquireLease(key, policy.leaseTtlMs, { takeoverFrom });
+      const { lease, current } = attempt;
       // The flight now reflects at least this version: callers that saw it may join.
       cell.learn(current.version);
+      if (attempt.repaired === true) this.runtime.emit({ type: 'corrupt-entry', key });
       const entry = this.runtime.decoded(key, current.entry);
-      return lease === undefined ? { kind: 'contended', current: entry } : { kind: 'owner', lease, current: entry };
+      if (lease === undefined) return { kind: 'contended', current: entry, version: current.version };
+      return { kind: 'owner', lease, current: entry };
     } catch (error) {
       this.runtime.emit({ type: 'store-error', operation: 'acquire-lease', key, error });
       cell.learn(cell.version);
@@ -282,6 +313,7 @@ export class FillProtocol {
   /** Records the key under each tag until its value could expire, before it is loaded. */
   async #indexTags(key: string, tags: readonly string[] | undefined, policy: ResolvedPolicy): Promise<void> {
     if (tags === undefined || tags.length === 0) return;
+    assertTags(tags);
     const ttlMs = maxLifetimeMs(policy);
     try {
       await Promise.all(tags.map((tag) => this.runtime.store.addToIndex({ tag }, key, ttlMs)));
@@ -290,23 +322,40 @@ export class FillProtocol {
     }
   }
 
-  /** Extends the lease while the loader runs, so a slow load does not let a second loader in. */
+  /**
+   * Extends the lease while the loader runs, so a slow load does not let a second loader in: every
+   * third of its time to live, for at most `max(waitTimeout, leaseTtl)` after the grant. A loader
+   * still running then is taken as stuck: its lease lapses, followers that waited `waitTimeout`
+   * take it over, and its value is fenced if another load began meanwhile.
+   */
   #keepLeaseAlive(lease: Lease, policy: ResolvedPolicy): { stop(): void } {
     const { runtime } = this;
-    const timer = setInterval(
-      () => {
-        runtime.store.extendLease(lease, policy.leaseTtlMs).then(
-          (kept) => {
-            if (kept) return;
-            clearInterval(timer);
-            runtime.emit({ type: 'lease-lost', key: lease.key });
-          },
-          (error: unknown) => runtime.emit({ type: 'store-error', operation: 'extend-lease', key: lease.key, error }),
-        );
+    const keepUntil = performance.now() + Math.max(policy.waitTimeoutMs, policy.leaseTtlMs);
+    let timer: NodeJS.Timeout | undefined;
+    const schedule = (ttlMs: number): void => {
+      timer = setTimeout(extend, Math.max(1, Math.floor(ttlMs / 3)));
+    };
+    const extend = (): void => {
+      if (performance.now() >= keepUntil) return;
+      runtime.store.extendLease(lease, policy.leaseTtlMs).then(
+        (kept) => {
+          if (timer === undefined) return;
+          if (kept) return schedule(policy.leaseTtlMs);
+          runtime.emit({ type: 'lease-lost', key: lease.key });
+        },
+        (error: unknown) => {
+          runtime.emit({ type: 'store-error', operation: 'extend-lease', key: lease.key, error });
+          if (timer !== undefined) schedule(policy.leaseTtlMs);
+        },
+      );
+    };
+    schedule(lease.ttlMs);
+    return {
+      stop: () => {
+        clearTimeout(timer);
+        timer = undefined;
       },
-      Math.max(1, Math.floor(policy.leaseTtlMs / 3)),
-    );
-    return { stop: () => clearInterval(timer) };
+    };
   }
 }
 
@@ -340,6 +389,18 @@ export function newEntry<T>(
   if (scope?.untracked === true) entry.invalidated = true;
   if (tags !== undefined && tags.length > 0) entry.tags = [...tags];
   return entry;
+}
+
+/** Tags name index keys: each must be a well-formed, non-empty string. */
+export function assertTags(tags: readonly string[]): void {
+  for (const tag of tags) {
+    if (!isValidKey(tag)) {
+      throw new ConfigurationError(
+        'tags',
+        `each tag must be a non-empty string of well-formed Unicode, received ${JSON.stringify(tag)}`,
+      );
+    }
+  }
 }
 
 /** True when `entry` is a newer version of the key than `than`. */

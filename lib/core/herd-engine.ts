@@ -8,7 +8,7 @@ import { WaitTimeoutError } from '../errors/wait-timeout.error.js';
 import { MemoryStore } from '../stores/memory/memory.store.js';
 import type { HerdStore, StoreSnapshot } from '../stores/herd-store.interface.js';
 import { BackgroundRefresh } from './background-refresh.js';
-import { parseDuration } from './duration.js';
+import { parseTimerDuration } from './duration.js';
 import { EngineRuntime } from './engine-runtime.js';
 import { type Entry, isBornStale, isFresh, isNegative, isServable } from './entry.js';
 import type { HerdEventListener, ReadPath } from './events.js';
@@ -221,20 +221,23 @@ export class HerdEngine {
 
   /** Counters since start. */
   stats(): StatsSnapshot {
-    return this.#runtime.stats.snapshot(this.#runtime.fillsRunning);
+    return this.#runtime.stats.snapshot(this.#runtime.fills.size);
   }
 
   activity(): EngineActivity {
     const runtime = this.#runtime;
     return {
-      inflight: runtime.fillsRunning,
+      inflight: runtime.fills.size,
       armedWaits: runtime.flights.armedWaits,
       loaders: runtime.loaders.size,
       pendingStoreOps: runtime.pendingOps.size,
     };
   }
 
-  /** Aborts running loaders, waits for pending lease releases, refuses new reads. Does not close the store. */
+  /**
+   * Aborts running loaders, ends followers' waits, and waits for the fills to end and their lease
+   * releases to be acknowledged; refuses new reads. Does not close the store.
+   */
   async close(): Promise<void> {
     const runtime = this.#runtime;
     if (!runtime.closed) {
@@ -243,6 +246,7 @@ export class HerdEngine {
       // Followers stop waiting (their fill loop then sees the engine closed and rejects).
       for (const watch of runtime.watches) watch.close();
     }
+    await Promise.allSettled([...runtime.fills]);
     await Promise.allSettled([...runtime.pendingOps]);
   }
 
@@ -263,7 +267,7 @@ export class HerdEngine {
       this.#runtime.assertOpen(key);
       assertLoader(loader);
       policy = this.policyFor(options?.policy);
-      if (options?.timeout !== undefined) parseDuration(options.timeout, 'timeout');
+      if (options?.timeout !== undefined) parseTimerDuration(options.timeout, 'timeout');
     } catch (error) {
       return Promise.reject(error);
     }
@@ -447,7 +451,7 @@ export class HerdEngine {
     policy: ResolvedPolicy,
     stale: Entry | undefined,
   ): number | undefined {
-    const own = options?.timeout === undefined ? undefined : parseDuration(options.timeout, 'timeout');
+    const own = options?.timeout === undefined ? undefined : parseTimerDuration(options.timeout, 'timeout');
     const soft = stale === undefined ? undefined : policy.loaderSoftTimeoutMs;
     if (own === undefined) return soft;
     return soft === undefined ? own : Math.min(own, soft);

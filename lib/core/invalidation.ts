@@ -1,7 +1,9 @@
 import { ConfigurationError } from '../errors/configuration.error.js';
+import { isValidKey } from '../errors/invalid-key.error.js';
 import type { InvalidationMode, KeyIndex } from '../stores/herd-store.interface.js';
 import type { EngineRuntime } from './engine-runtime.js';
 import type { Entry } from './entry.js';
+import { assertTags } from './fill-protocol.js';
 import { type ResolvedPolicy, maxLifetimeMs } from './policy.js';
 
 /** Store commands in flight at once while invalidating many keys (a tag, the dependents of a key). */
@@ -21,6 +23,7 @@ export class Invalidation {
     const { store } = this.runtime;
     // Indexed before the write (a tag invalidated between the two cannot miss the new value), and
     // sent together with it, so writes of one process reach the store in the order they were made.
+    assertTags(entry.tags ?? []);
     const ttlMs = maxLifetimeMs(policy);
     const indexed = (entry.tags ?? []).map((tag) => store.addToIndex({ tag }, key, ttlMs));
     const written = store.set(key, entry);
@@ -43,8 +46,8 @@ export class Invalidation {
 
   /** Invalidates every key stored with `tag`, and their dependents; resolves how many held a value. */
   async tag(tag: string, mode: InvalidationMode): Promise<number> {
-    if (typeof tag !== 'string' || tag.length === 0) {
-      throw new ConfigurationError('tag', 'a tag must be a non-empty string');
+    if (!isValidKey(tag)) {
+      throw new ConfigurationError('tag', 'a tag must be a non-empty string of well-formed Unicode');
     }
     const keys = await this.runtime.store.indexMembers({ tag });
     const existed = await this.#invalidateAll(keys, mode);

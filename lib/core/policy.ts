@@ -1,5 +1,5 @@
 import { ConfigurationError } from '../errors/configuration.error.js';
-import { type Duration, parseDuration } from './duration.js';
+import { type Duration, parseDuration, parseTimerDuration } from './duration.js';
 
 /** What to do when another process holds the lease, nothing is servable, and `waitTimeout` passes. */
 export type WaitTimeoutAction = 'error' | 'load';
@@ -131,8 +131,8 @@ export function resolvePolicy(
     hardMs,
     jitter: parseJitter(merged.jitter, field('jitter')),
     negativeTtlMs: parseDuration(merged.negativeTtl, field('negativeTtl')),
-    leaseTtlMs: positive(parseDuration(merged.leaseTtl, field('leaseTtl')), field('leaseTtl')),
-    waitTimeoutMs: parseDuration(merged.waitTimeout, field('waitTimeout')),
+    leaseTtlMs: positive(parseTimerDuration(merged.leaseTtl, field('leaseTtl')), field('leaseTtl')),
+    waitTimeoutMs: parseTimerDuration(merged.waitTimeout, field('waitTimeout')),
     onWaitTimeout: parseWaitTimeoutAction(merged.onWaitTimeout, field('onWaitTimeout')),
     staleWhileRevalidate: parseBoolean(merged.staleWhileRevalidate, field('staleWhileRevalidate')),
     loaderSoftTimeoutMs: optionalDuration(merged.loaderSoftTimeout, field('loaderSoftTimeout')),
@@ -165,7 +165,7 @@ function positive(ms: number, field: string): number {
 
 function optionalDuration(input: Duration | false | undefined, field: string): number | undefined {
   if (input === false || input === undefined) return undefined;
-  return positive(parseDuration(input, field), field);
+  return positive(parseTimerDuration(input, field), field);
 }
 
 function parseJitter(input: unknown, field: string): Jitter {

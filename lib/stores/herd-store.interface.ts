@@ -26,6 +26,8 @@ export interface Lease {
    * only while the key is still at this version (no invalidation, no other grant since).
    */
   readonly fence: number;
+  /** How long the lease was granted for (it may be shorter than asked): extend it before this passes. */
+  readonly ttlMs: number;
 }
 
 /** The outcome of a lease attempt, with what the key held at that moment (saves a second read). */
@@ -34,6 +36,8 @@ export interface LeaseAttempt {
   readonly lease: Lease | undefined;
   /** The key after the attempt: its version is the granted lease's fence when granted. */
   readonly current: StoreSnapshot;
+  /** The lease key held foreign data, which the store removed (reported like a corrupt entry). */
+  readonly repaired?: boolean;
 }
 
 export interface AcquireOptions {

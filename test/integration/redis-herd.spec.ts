@@ -369,7 +369,7 @@ describe('Redis store: invalidation', () => {
 });
 
 describe('engine on Redis: wait timeout', () => {
-  it('gives a follower UpstreamUnavailableError when the owner holds the lease past waitTimeout', async () => {
+  it('lets a follower take the lease over from an owner that holds it past waitTimeout, and fences the late value', async () => {
     pods = await startPods({
       count: 2,
       url: server.url,
@@ -382,11 +382,11 @@ describe('engine on Redis: wait timeout', () => {
       () => new Promise<string>((resolve) => (release = () => resolve('late'))),
     );
     await until(() => pods[0]!.engine.activity().loaders === 1);
-    await expect(pods[1]!.engine.getOrLoad('slow', async () => 'unused')).rejects.toMatchObject({
-      code: 'HERD_GUARD_UPSTREAM_UNAVAILABLE',
-    });
+    await expect(pods[1]!.engine.getOrLoad('slow', async () => 'taken over')).resolves.toBe('taken over');
     release();
     await expect(owner).resolves.toBe('late');
+    expect(pods[0]!.engine.stats().loads.fenced).toBe(1);
+    await expect(pods[0]!.engine.getOrLoad('slow', async () => 'unused')).resolves.toBe('taken over');
   });
 
   it('works with a client the user passes in', async () => {

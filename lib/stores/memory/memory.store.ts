@@ -138,7 +138,7 @@ export class MemoryStore implements HerdStore {
     const version = this.#versionOf(entry, held);
     const free = held === undefined || held.expiresAt <= now;
     if (!free && options.takeoverFrom !== version) return { lease: undefined, current: { entry, version } };
-    const lease: Lease = { key, token: randomUUID(), fence: ++this.#counter };
+    const lease: Lease = { key, token: randomUUID(), fence: ++this.#counter, ttlMs };
     this.#leases.set(key, { token: lease.token, fence: lease.fence, expiresAt: now + ttlMs });
     if (this.#leases.size >= this.#sweptAt * 2) this.#sweepLeases(now);
     return { lease, current: { entry, version: lease.fence } };

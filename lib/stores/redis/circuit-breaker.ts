@@ -15,6 +15,8 @@ export class CircuitBreaker {
   constructor(
     private readonly threshold: number,
     private readonly cooldownMs: number,
+    /** Runs each time the breaker opens (the store then probes in the background). */
+    private readonly onOpen: () => void = () => undefined,
     private readonly now: () => number = () => performance.now(),
   ) {}
 
@@ -52,6 +54,7 @@ export class CircuitBreaker {
     if (this.#state === 'half-open' || this.#failures >= this.threshold) {
       this.#state = 'open';
       this.#openedAt = this.now();
+      this.onOpen();
     }
   }
 }

@@ -32,9 +32,16 @@ end
 /**
  * KEYS: lease, version, value. ARGV: token, lease ttl ms, version to take over from ('' for none).
  * Grants the lease when it is free, or (takeover) when the key is still at the given version.
- * A grant advances the version, which is the lease's fence. Returns {granted, version, envelope}.
+ * A grant advances the version, which is the lease's fence. A lease key holding foreign data (not
+ * a string) is removed first. Returns {granted, version, envelope, repaired}.
  */
 export const ACQUIRE_LEASE = `${BUMP}
+local repaired = 0
+local leaseType = redis.call('TYPE', KEYS[1])['ok']
+if leaseType ~= 'none' and leaseType ~= 'string' then
+  redis.call('DEL', KEYS[1])
+  repaired = 1
+end
 local current = redis.pcall('GET', KEYS[3])
 if type(current) == 'table' then
   -- Foreign data (not a string) at the value key: report it as unreadable.
@@ -50,9 +57,9 @@ if not granted and ARGV[3] ~= '' and tonumber(ARGV[3]) == tonumber(version) then
   granted = true
 end
 if not granted then
-  return {0, version, current}
+  return {0, version, current, repaired}
 end
-return {1, bump(KEYS[2]), current}
+return {1, bump(KEYS[2]), current, repaired}
 `;
 
 /**

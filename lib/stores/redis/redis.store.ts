@@ -1,9 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { Cluster, Command, Redis, type RedisOptions } from 'ioredis';
-import { LRUCache } from 'lru-cache';
-import { parseDuration } from '../../core/duration.js';
-import { type Entry, decodeEntry, encodeEntry, lifetimeLeftMs, markedStale, withVersion } from '../../core/entry.js';
-import { ConfigurationError } from '../../errors/configuration.error.js';
+import { Command } from 'ioredis';
+import { parseTimerDuration } from '../../core/duration.js';
+import { type Entry, encodeEntry, lifetimeLeftMs, withVersion } from '../../core/entry.js';
 import { SerializationError } from '../../errors/serialization.error.js';
 import { StoreError } from '../../errors/store.error.js';
 import { FillSignals } from '../fill-signals.js';
@@ -24,147 +22,81 @@ import {
 import { CircuitBreaker } from './circuit-breaker.js';
 import { CommandDeadlines } from './command-deadlines.js';
 import { MAX_BROADCAST_ENVELOPE, decodeFillMessage, keyPart } from './fill-message.js';
-import type { RedisStoreOptions } from './redis-store.options.js';
-import { RedisKeys, isValidNamespace } from './redis-keys.js';
+import { NotificationSubscriber } from './notification-subscriber.js';
 import {
-  ACQUIRE_LEASE,
-  ADD_TO_INDEX,
-  EXTEND_LEASE,
-  FILL,
-  INDEX_MEMBERS,
-  INVALIDATE,
-  RELEASE_LEASE,
-  SET_VALUE,
-} from './redis-scripts.js';
-
-/** An envelope this process saw, and the string it was read from (`undefined` when not known). */
-interface SeenEntry {
-  readonly entry: Entry;
-  readonly raw: string | undefined;
-}
-
-/** The scripts registered on the client by `defineCommand`, typed locally (no global augmentation). */
-interface HerdGuardCommands {
-  herdGuardAcquire(
-    lease: string,
-    version: string,
-    value: string,
-    token: string,
-    ttlMs: number,
-    takeoverFrom: string,
-  ): Promise<[number, string, string | null]>;
-  herdGuardFill(
-    value: string,
-    lease: string,
-    version: string,
-    envelope: string,
-    pxMs: number,
-    fence: string,
-    token: string,
-    channel: string,
-    keyPart: string,
-    maxBroadcast: number,
-  ): Promise<number>;
-  herdGuardSet(
-    value: string,
-    lease: string,
-    version: string,
-    envelope: string,
-    pxMs: number,
-    channel: string,
-    keyPart: string,
-    maxBroadcast: number,
-  ): Promise<string>;
-  herdGuardInvalidate(
-    value: string,
-    lease: string,
-    version: string,
-    mode: InvalidationMode,
-    channel: string,
-    keyPart: string,
-  ): Promise<[number, string]>;
-  herdGuardRelease(lease: string, token: string, channel: string, keyPart: string, fence: string): Promise<number>;
-  herdGuardExtend(lease: string, token: string, ttlMs: number): Promise<number>;
-  herdGuardIndex(index: string, member: string, ttlMs: number): Promise<number>;
-  herdGuardIndexMembers(index: string): Promise<string[]>;
-}
-
-type Client = (Redis | Cluster) & HerdGuardCommands;
-
-/** Safe defaults for connections herd-guard opens: fail fast instead of queueing while Redis is away. */
-const CONNECTION_DEFAULTS: RedisOptions = {
-  enableOfflineQueue: false,
-  maxRetriesPerRequest: 0,
-  connectTimeout: 2_000,
-  // After a lost connection ioredis arms this timer on close and may never clear it: keep it short.
-  disconnectTimeout: 200,
-  retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2_000),
-};
+  type Client,
+  closeConnection,
+  connect,
+  defineCommands,
+  describeError,
+  isReplyError,
+  isWrongType,
+  validateStoreOptions,
+} from './redis-connection.js';
+import { RedisKeys } from './redis-keys.js';
+import type { RedisStoreOptions } from './redis-store.options.js';
+import { SeenEntries } from './seen-entries.js';
 
 /** A notified envelope is handed to a follower only this soon after it arrived. */
 const PRIMED_TTL_MS = 1_000;
 const MAX_PRIMED = 1_000;
 
 /**
- * The store for many processes: envelopes, leases and fill notifications in Redis (standalone or
- * Cluster). While Redis is unreachable it answers from the envelopes it saw last (in process),
- * fails fast behind a circuit breaker, and reports itself degraded; it recovers by itself.
+ * The store for many processes: envelopes, versions, leases and notifications in Redis (standalone
+ * or Cluster). While Redis is unreachable it answers from the envelopes it saw last (in process,
+ * as stale), fails fast behind a circuit breaker that probes in the background, and reports itself
+ * degraded; it recovers by itself, with or without traffic.
  */
 export class RedisStore implements HerdStore {
   readonly name = 'redis';
   readonly keys: RedisKeys;
   readonly #client: Client;
-  readonly #subscriber: Redis | Cluster;
+  readonly #subscriber: NotificationSubscriber;
   /** True when herd-guard opened `#client` (and so must close it). The subscriber is always ours. */
   readonly #ownsClient: boolean;
   readonly #signals = new FillSignals();
   readonly #breaker: CircuitBreaker;
   readonly #commandTimeoutMs: number;
   /**
-   * Last envelope seen per key, with the string it was read from: served while Redis cannot answer,
-   * and reused when a GET returns the same string again (no second JSON.parse of an unchanged value).
+   * How long a lease is first granted for, before its owner's first extension: a lease whose
+   * acquire timed out on this side (it may still run on Redis) lapses after this, unheld.
    */
-  readonly #fallback: LRUCache<string, SeenEntry> | undefined;
+  readonly #firstLeaseMs: number;
+  readonly #seen: SeenEntries;
   readonly #deadlines: CommandDeadlines;
   /**
-   * GETs in flight, shared by concurrent readers of a key. An entry is dropped when a fill of the key
-   * is announced or written here, so a read that starts after a fill never joins an older GET.
+   * Reads joinable by readers of the same key until the end of the tick that sent them: a reader
+   * arriving later may come after an invalidation, so it reads anew.
    */
   readonly #reads = new Map<string, Promise<StoreSnapshot>>();
+  /** Background probe while the breaker is not closed (recovery without traffic). */
+  #probe: NodeJS.Timeout | undefined;
   #closed = false;
   /**
    * Envelopes received with a fill notification while a follower of the key was waiting: its next
-   * read takes the envelope from here instead of a GET. Consumed by that read; short-lived, bounded.
+   * read takes the envelope from here instead of a read. Consumed by that read; short-lived, bounded.
    */
   readonly #primed = new Map<string, { readonly entry: Entry; readonly receivedAt: number }>();
-  /** Settles when the first SUBSCRIBE is acknowledged (ioredis re-subscribes by itself after reconnects). */
-  readonly #subscribed: Promise<boolean>;
 
   constructor(options: RedisStoreOptions = {}) {
-    validate(options);
-    const namespace = options.namespace ?? 'hg';
-    this.keys = new RedisKeys(namespace);
-    this.#commandTimeoutMs = parseDuration(options.commandTimeout ?? '500ms', 'redis.commandTimeout');
+    validateStoreOptions(options);
+    this.keys = new RedisKeys(options.namespace ?? 'hg');
+    this.#commandTimeoutMs = parseTimerDuration(options.commandTimeout ?? '500ms', 'redis.commandTimeout');
+    this.#firstLeaseMs = 2 * this.#commandTimeoutMs;
     this.#deadlines = new CommandDeadlines(this.#commandTimeoutMs);
-    this.#breaker = new CircuitBreaker(
-      options.breakerThreshold ?? 5,
-      parseDuration(options.breakerCooldown ?? '2s', 'redis.breakerCooldown'),
-    );
-    const fallbackEntries = options.fallbackEntries ?? 1_000;
-    this.#fallback = fallbackEntries > 0 ? new LRUCache({ max: fallbackEntries }) : undefined;
+    const cooldownMs = parseTimerDuration(options.breakerCooldown ?? '2s', 'redis.breakerCooldown');
+    this.#breaker = new CircuitBreaker(options.breakerThreshold ?? 5, cooldownMs, () => this.#startProbing(cooldownMs));
+    this.#seen = new SeenEntries(options.fallbackEntries ?? 1_000);
     this.#ownsClient = options.client === undefined;
     this.#client = defineCommands(options.client ?? connect(options));
-    // A dedicated subscriber connection: it may queue its SUBSCRIBE until connected.
-    this.#subscriber = subscriberFor(this.#client);
-    this.#subscriber.on('error', () => undefined);
-    this.#subscriber.on('message', (channel: string, message: string) => {
-      if (channel === this.keys.channel) this.#onMessage(message);
-    });
-    this.#subscribed = this.#subscriber.subscribe(this.keys.channel).then(
-      () => true,
-      () => false,
-    );
     if (this.#ownsClient) this.#client.on('error', () => undefined);
+    this.#subscriber = new NotificationSubscriber(
+      this.#client,
+      this.keys.channel,
+      (message) => this.#onMessage(message),
+      // Messages may have been lost while unsubscribed: every follower re-checks the store now.
+      () => this.#signals.notifyAll(),
+    );
   }
 
   /** Followers currently registered for fill notifications. */
@@ -173,7 +105,7 @@ export class RedisStore implements HerdStore {
   }
 
   /**
-   * Resolves when the command connection is ready and fill notifications are subscribed, or after
+   * Resolves when the command connection is ready and notifications are subscribed, or after
    * `timeoutMs` with `false`. It never rejects: a store may start degraded and recover later.
    */
   async ready(timeoutMs = 2_000): Promise<boolean> {
@@ -181,14 +113,12 @@ export class RedisStore implements HerdStore {
     const timedOut = new Promise<false>((resolve) => {
       timer = setTimeout(() => resolve(false), timeoutMs);
     });
-    const connected = new Promise<boolean>((resolve) => {
-      if (this.#client.status === 'ready') return resolve(true);
-      this.#client.once('ready', () => resolve(true));
+    const connected = new Promise<void>((resolve) => {
+      if (this.#client.status === 'ready') return resolve();
+      this.#client.once('ready', () => resolve());
     });
     try {
-      const both = Promise.all([connected, this.#subscribed]).then(
-        ([isConnected, isSubscribed]) => isConnected && isSubscribed,
-      );
+      const both = Promise.all([connected, this.#subscriber.whenSubscribed()]).then(() => true);
       return await Promise.race([both, timedOut]);
     } finally {
       clearTimeout(timer);
@@ -196,10 +126,9 @@ export class RedisStore implements HerdStore {
   }
 
   /**
-   * One MGET of the envelope and the version, shared by the readers of the key that arrive in the
-   * same tick (a later reader may come after an invalidation, so it reads anew). Built as an ioredis
-   * Command so a late reply can be rejected on the command itself: the breaker and time limit of
-   * {@link #command} without a wrapping promise (this is the hot path of every hit).
+   * One MGET of the envelope and the version. Built as an ioredis Command so a late reply can be
+   * rejected on the command itself: the breaker and time limit of {@link #command} without a
+   * wrapping promise (this is the hot path of every hit).
    */
   get(key: string): Promise<StoreSnapshot> {
     const inflight = this.#reads.get(key);
@@ -228,7 +157,7 @@ export class RedisStore implements HerdStore {
     const read: Promise<StoreSnapshot> = (command.promise as Promise<[string | null, string | null]>).then(
       ([raw, version]) => {
         if (this.#deadlines.settle(pending)) this.#breaker.success();
-        const entry = this.#decodeRead(key, raw);
+        const entry = this.#seen.decode(key, raw);
         return { entry, version: Math.max(Number(version ?? 0), entryVersion(entry)) };
       },
       (error: unknown) => {
@@ -248,18 +177,17 @@ export class RedisStore implements HerdStore {
     const envelope = this.#encode(key, entry);
     if (lease === undefined) {
       // Loaded while Redis could not be reached: kept for this process only.
-      this.#remember(key, entry, envelope);
+      this.#seen.remember(key, entry, envelope, true);
       return false;
     }
     const layout = this.keys.for(key);
-    const pxMs = lifetimeLeftMs(entry);
     const written = await this.#command('fill', key, () =>
       this.#client.herdGuardFill(
         layout.value,
         layout.lease,
         layout.version,
         envelope,
-        pxMs,
+        lifetimeLeftMs(entry),
         String(lease.fence),
         lease.token,
         this.keys.channel,
@@ -269,14 +197,13 @@ export class RedisStore implements HerdStore {
     );
     this.#changed(key);
     if (written !== 1) return false;
-    this.#remember(key, entry, envelope);
+    this.#seen.remember(key, entry, envelope);
     return true;
   }
 
   async set(key: string, entry: Entry): Promise<number> {
     const envelope = this.#encode(key, entry);
     const layout = this.keys.for(key);
-    const pxMs = lifetimeLeftMs(entry);
     const version = Number(
       await this.#command('set', key, () =>
         this.#client.herdGuardSet(
@@ -284,7 +211,7 @@ export class RedisStore implements HerdStore {
           layout.lease,
           layout.version,
           envelope,
-          pxMs,
+          lifetimeLeftMs(entry),
           this.keys.channel,
           keyPart(key),
           MAX_BROADCAST_ENVELOPE,
@@ -292,7 +219,7 @@ export class RedisStore implements HerdStore {
       ),
     );
     this.#changed(key);
-    this.#remember(key, withVersion(entry, version), undefined);
+    this.#seen.remember(key, withVersion(entry, version), undefined);
     return version;
   }
 
@@ -310,7 +237,7 @@ export class RedisStore implements HerdStore {
       ),
     );
     this.#changed(key);
-    this.#forgetInvalidated(key, mode, Number(version));
+    this.#seen.invalidated(key, mode, Number(version));
     return { existed: existed === 1, version: Number(version) };
   }
 
@@ -322,17 +249,29 @@ export class RedisStore implements HerdStore {
     return this.#command('index-members', undefined, () => this.#client.herdGuardIndexMembers(this.#indexKey(index)));
   }
 
+  /**
+   * Tries for the lease. It is first granted for a short time ({@link #firstLeaseMs}) that the
+   * owner's first extension lengthens: if this attempt times out here while it still runs on Redis,
+   * the lease it took lapses soon, unheld, and is released as soon as the late reply arrives.
+   */
   async acquireLease(key: string, ttlMs: number, options: AcquireOptions = {}): Promise<LeaseAttempt> {
     const layout = this.keys.for(key);
     const token = randomBytes(16).toString('base64url');
+    const grantMs = Math.ceil(Math.min(ttlMs, this.#firstLeaseMs));
     const takeoverFrom = options.takeoverFrom === undefined ? '' : String(options.takeoverFrom);
-    const [granted, version, raw] = await this.#command('acquire-lease', key, () =>
-      this.#client.herdGuardAcquire(layout.lease, layout.version, layout.value, token, Math.ceil(ttlMs), takeoverFrom),
+    const [granted, version, raw, repaired] = await this.#command(
+      'acquire-lease',
+      key,
+      () => this.#client.herdGuardAcquire(layout.lease, layout.version, layout.value, token, grantMs, takeoverFrom),
+      ([lateGranted, lateVersion]) => {
+        if (lateGranted === 1) this.#releaseOrphan({ key, token, fence: Number(lateVersion), ttlMs: grantMs });
+      },
     );
-    const entry = this.#decodeRead(key, raw);
+    const entry = this.#seen.decode(key, raw);
     const current: StoreSnapshot = { entry, version: Math.max(Number(version), entryVersion(entry)) };
-    if (granted !== 1) return { lease: undefined, current };
-    return { lease: { key, token, fence: Number(version) }, current };
+    const found = { current, ...(repaired === 1 ? { repaired: true } : {}) };
+    if (granted !== 1) return { lease: undefined, ...found };
+    return { lease: { key, token, fence: Number(version), ttlMs: grantMs }, ...found };
   }
 
   async extendLease(lease: Lease, ttlMs: number): Promise<boolean> {
@@ -359,28 +298,35 @@ export class RedisStore implements HerdStore {
   }
 
   health(): StoreHealth {
-    if (this.#closed) return { status: 'down', breaker: this.#breaker.state, reason: 'closed' };
     const breaker = this.#breaker.state;
+    if (this.#closed) return { status: 'down', breaker, reason: 'closed' };
     if (breaker !== 'closed')
-      return { status: 'degraded', breaker, reason: describe(this.#breaker.lastError) ?? 'breaker open' };
+      return { status: 'degraded', breaker, reason: describeError(this.#breaker.lastError) ?? 'breaker open' };
     if (this.#client.status !== 'ready')
       return { status: 'degraded', breaker, reason: `connection ${this.#client.status}` };
+    if (!this.#subscriber.subscribed) return { status: 'degraded', breaker, reason: 'notifications not subscribed' };
     return { status: 'up', breaker };
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#stopProbing();
     this.#signals.notifyAll();
     this.#deadlines.expireAll();
-    await Promise.all([
-      closeConnection(this.#subscriber),
-      this.#ownsClient ? closeConnection(this.#client) : Promise.resolve(),
-    ]);
+    await Promise.all([this.#subscriber.close(), this.#ownsClient ? closeConnection(this.#client) : Promise.resolve()]);
   }
 
-  /** Sends one command through the breaker, with a time limit; failures count towards opening it. */
-  #command<T>(operation: string, key: string | undefined, send: () => Promise<T>): Promise<T> {
+  /**
+   * Sends one command through the breaker, with a time limit; failures count towards opening it.
+   * `late` receives the result of a command whose reply came after its time limit.
+   */
+  #command<T>(
+    operation: string,
+    key: string | undefined,
+    send: () => Promise<T>,
+    late?: (result: T) => void,
+  ): Promise<T> {
     const refusal = this.#refusal(operation, key);
     if (refusal !== undefined) return Promise.reject(refusal);
     return new Promise<T>((resolve, reject) => {
@@ -393,7 +339,7 @@ export class RedisStore implements HerdStore {
       });
       send().then(
         (result) => {
-          if (!this.#deadlines.settle(pending)) return;
+          if (!this.#deadlines.settle(pending)) return late?.(result);
           this.#breaker.success();
           resolve(result);
         },
@@ -406,6 +352,11 @@ export class RedisStore implements HerdStore {
     });
   }
 
+  /** A lease granted to an attempt that had already given up: let it go at once. */
+  #releaseOrphan(lease: Lease): void {
+    this.releaseLease(lease).catch(() => undefined);
+  }
+
   /** Why a command must not be sent now (store closed, breaker open), or `undefined`. */
   #refusal(operation: string, key: string | undefined): StoreError | undefined {
     if (this.#closed) return new StoreError(operation, 'the store is closed', { key });
@@ -414,6 +365,21 @@ export class RedisStore implements HerdStore {
       key,
       cause: this.#breaker.lastError,
     });
+  }
+
+  /** While the breaker is not closed, one probe per cooldown: recovery needs no traffic. */
+  #startProbing(cooldownMs: number): void {
+    if (this.#probe !== undefined || this.#closed) return;
+    this.#probe = setInterval(() => {
+      if (this.#breaker.state === 'closed') return this.#stopProbing();
+      this.#command('probe', undefined, () => this.#client.ping()).catch(() => undefined);
+    }, cooldownMs);
+    this.#probe.unref();
+  }
+
+  #stopProbing(): void {
+    if (this.#probe !== undefined) clearInterval(this.#probe);
+    this.#probe = undefined;
   }
 
   /** A reply error means Redis answered: it is alive, so it does not count towards the breaker. */
@@ -425,39 +391,14 @@ export class RedisStore implements HerdStore {
   #wrap(operation: string, key: string | undefined, error: unknown): StoreError {
     return error instanceof StoreError
       ? error
-      : new StoreError(operation, describe(error) ?? 'unknown error', { key, cause: error });
+      : new StoreError(operation, describeError(error) ?? 'unknown error', { key, cause: error });
   }
 
-  #decodeRead(key: string, raw: string | null): StoreRead {
-    if (raw === null) return undefined;
-    const seen = this.#fallback?.get(key);
-    if (seen !== undefined && seen.raw === raw) return seen.entry;
-    const entry = decodeEntry(raw);
-    if (entry === undefined) return CORRUPT_ENTRY;
-    this.#remember(key, entry, raw);
-    return entry;
-  }
-
-  /** Keeps the newest envelope (by version) seen for `key`, to answer from while Redis cannot. */
-  #remember(key: string, entry: Entry, raw: string | undefined): void {
-    if (this.#fallback === undefined) return;
-    const seen = this.#fallback.get(key);
-    if (seen === undefined || seen.entry.version <= entry.version) this.#fallback.set(key, { entry, raw });
-  }
-
-  /** An invalidation of `key` reached this process: what it kept for the key must reflect it. */
-  #forgetInvalidated(key: string, mode: InvalidationMode, version: number): void {
-    const seen = this.#fallback?.get(key);
-    if (seen === undefined || seen.entry.version >= version) return;
-    if (mode === 'delete') this.#fallback?.delete(key);
-    else this.#fallback?.set(key, { entry: markedStale(seen.entry, version), raw: undefined });
-  }
-
-  /** Redis could not answer: the envelope seen last, if any, else the error. Foreign data reads as corrupt. */
+  /** Redis could not answer: the envelope seen last (as stale, see SeenEntries), else the error. */
   #fallbackFor(key: string, error: unknown): StoreSnapshot {
     if (isWrongType(error)) return { entry: CORRUPT_ENTRY, version: 0 };
-    const seen = this.#fallback?.get(key);
-    if (seen !== undefined) return snapshotOf(seen.entry);
+    const entry = this.#seen.fallback(key);
+    if (entry !== undefined) return snapshotOf(entry);
     throw error;
   }
 
@@ -491,15 +432,12 @@ export class RedisStore implements HerdStore {
     const { key, envelope, kind, version } = notice;
     this.#reads.delete(key);
     this.#primed.delete(key);
-    if (kind === 'stale' || kind === 'delete') this.#forgetInvalidated(key, kind, version);
+    if (kind === 'stale' || kind === 'delete') this.#seen.invalidated(key, kind, version);
     if (envelope !== undefined) {
-      const entry = decodeEntry(envelope);
-      if (entry !== undefined) {
-        this.#remember(key, entry, envelope);
-        if (this.#signals.has(key)) {
-          if (this.#primed.size >= MAX_PRIMED) this.#primed.clear();
-          this.#primed.set(key, { entry, receivedAt: Date.now() });
-        }
+      const entry = this.#seen.decode(key, envelope);
+      if (entry !== undefined && entry !== CORRUPT_ENTRY && this.#signals.has(key)) {
+        if (this.#primed.size >= MAX_PRIMED) this.#primed.clear();
+        this.#primed.set(key, { entry, receivedAt: Date.now() });
       }
     }
     this.#signals.notify(key);
@@ -513,96 +451,4 @@ function snapshotOf(entry: Entry): StoreSnapshot {
 
 function entryVersion(entry: StoreRead): number {
   return entry === undefined || entry === CORRUPT_ENTRY ? 0 : entry.version;
-}
-
-function connect(options: RedisStoreOptions): Redis | Cluster {
-  if (options.cluster !== undefined) {
-    const nodes = options.cluster.nodes.map((node) =>
-      typeof node === 'string' ? node : { host: node.host, port: node.port },
-    );
-    return new Cluster(nodes, {
-      enableOfflineQueue: false,
-      clusterRetryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2_000),
-      ...options.cluster.options,
-      redisOptions: { ...CONNECTION_DEFAULTS, ...options.cluster.options?.redisOptions },
-    });
-  }
-  const settings = { ...CONNECTION_DEFAULTS, ...options.redisOptions };
-  return options.url === undefined ? new Redis(settings) : new Redis(options.url, settings);
-}
-
-function defineCommands(client: Redis | Cluster): Client {
-  client.defineCommand('herdGuardAcquire', { numberOfKeys: 3, lua: ACQUIRE_LEASE });
-  client.defineCommand('herdGuardFill', { numberOfKeys: 3, lua: FILL });
-  client.defineCommand('herdGuardSet', { numberOfKeys: 3, lua: SET_VALUE });
-  client.defineCommand('herdGuardInvalidate', { numberOfKeys: 3, lua: INVALIDATE });
-  client.defineCommand('herdGuardRelease', { numberOfKeys: 1, lua: RELEASE_LEASE });
-  client.defineCommand('herdGuardExtend', { numberOfKeys: 1, lua: EXTEND_LEASE });
-  client.defineCommand('herdGuardIndex', { numberOfKeys: 1, lua: ADD_TO_INDEX });
-  client.defineCommand('herdGuardIndexMembers', { numberOfKeys: 1, lua: INDEX_MEMBERS });
-  return client as Client;
-}
-
-/** A dedicated connection for SUBSCRIBE; unlike command connections it may queue until connected. */
-function subscriberFor(client: Redis | Cluster): Redis | Cluster {
-  if (client instanceof Cluster) return client.duplicate(undefined, { enableOfflineQueue: true });
-  return client.duplicate({ enableOfflineQueue: true, disconnectTimeout: 200 });
-}
-
-async function closeConnection(connection: Redis | Cluster): Promise<void> {
-  if (connection.status === 'end') return;
-  try {
-    if (connection.status !== 'ready') throw new Error('not connected');
-    await Promise.race([connection.quit(), new Promise((_, reject) => setTimeout(reject, 1_000).unref())]);
-  } catch {
-    connection.disconnect();
-  }
-}
-
-function validate(options: RedisStoreOptions): void {
-  const sources = [options.url, options.client, options.cluster].filter((source) => source !== undefined);
-  if (sources.length > 1) throw new ConfigurationError('redis', 'give only one of url, client and cluster');
-  if (options.redisOptions !== undefined && (options.client !== undefined || options.cluster !== undefined)) {
-    throw new ConfigurationError(
-      'redis.redisOptions',
-      'applies only to a connection opened from url or options; configure your own client directly',
-    );
-  }
-  if (options.namespace !== undefined && !isValidNamespace(options.namespace)) {
-    throw new ConfigurationError(
-      'redis.namespace',
-      `use 1-64 characters from A-Z a-z 0-9 . _ : -, received ${JSON.stringify(options.namespace)}`,
-    );
-  }
-  if (options.url !== undefined && !/^rediss?:\/\//.test(options.url)) {
-    throw new ConfigurationError(
-      'redis.url',
-      `expected redis://host:port or rediss://host:port, received ${JSON.stringify(options.url)}`,
-    );
-  }
-  const threshold = options.breakerThreshold;
-  if (threshold !== undefined && (!Number.isInteger(threshold) || threshold < 1)) {
-    throw new ConfigurationError('redis.breakerThreshold', `expected a positive integer, received ${threshold}`);
-  }
-  const fallback = options.fallbackEntries;
-  if (fallback !== undefined && (!Number.isInteger(fallback) || fallback < 0)) {
-    throw new ConfigurationError('redis.fallbackEntries', `expected an integer >= 0, received ${fallback}`);
-  }
-  if (options.commandTimeout !== undefined && parseDuration(options.commandTimeout, 'redis.commandTimeout') <= 0) {
-    throw new ConfigurationError('redis.commandTimeout', 'must be greater than 0');
-  }
-}
-
-function isReplyError(error: unknown): boolean {
-  return error instanceof Error && error.name === 'ReplyError';
-}
-
-function isWrongType(error: unknown): boolean {
-  const cause = error instanceof StoreError ? error.cause : error;
-  return isReplyError(cause) && (cause as Error).message.startsWith('WRONGTYPE');
-}
-
-function describe(error: unknown): string | undefined {
-  if (error === undefined) return undefined;
-  return error instanceof Error ? error.message : String(error);
 }

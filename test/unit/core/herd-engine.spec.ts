@@ -10,6 +10,7 @@ import {
   type LoadContext,
   LoaderFailedError,
   LoaderTimeoutError,
+  type LeaseAttempt,
   MemoryStore,
   type StoreSnapshot,
   UpstreamUnavailableError,
@@ -500,12 +501,33 @@ describe('HerdEngine across processes sharing one store', () => {
     gate.resolve('new');
   });
 
-  it('fails a follower with UpstreamUnavailableError after waitTimeout, or loads when onWaitTimeout is load', async () => {
+  it("takes a stuck owner's lease over after waitTimeout: one takeover load, and the stuck load is fenced", async () => {
     const store = new MemoryStore();
     const owner = new HerdEngine({ store, policy: { leaseTtl: '10s' } });
     const gate = deferred<string>();
     const owned = owner.getOrLoad('k', () => gate.promise);
     await flush();
+    const followers = [1, 2, 3].map(() => new HerdEngine({ store, policy: { waitTimeout: '30ms' } }));
+    const takeover = counted((context: LoadContext<string>) =>
+      context.fence === undefined ? 'unleased' : 'taken over',
+    );
+    const answers = await Promise.all(followers.map((follower) => follower.getOrLoad('k', takeover)));
+    expect(answers).toEqual(['taken over', 'taken over', 'taken over']);
+    expect(takeover.calls).toBe(1);
+    gate.resolve('stuck');
+    await expect(owned).resolves.toBe('stuck');
+    await expect(followers[0]!.getOrLoad('k', takeover)).resolves.toBe('taken over');
+  });
+
+  it('fails a follower with UpstreamUnavailableError after twice waitTimeout of holders that never fill, or loads when onWaitTimeout is load', async () => {
+    // Every attempt finds a new holder (so none is ever stuck for waitTimeout), and none fills.
+    class Relay extends MemoryStore {
+      #version = 1;
+      override async acquireLease(): Promise<LeaseAttempt> {
+        return { lease: undefined, current: { entry: undefined, version: (this.#version += 1) } };
+      }
+    }
+    const store = new Relay();
     const strict = new HerdEngine({ store, policy: { waitTimeout: '30ms' } });
     await expect(strict.getOrLoad('k', () => 'x')).rejects.toBeInstanceOf(UpstreamUnavailableError);
     const lenient = new HerdEngine({ store, policy: { waitTimeout: '30ms', onWaitTimeout: 'load' } });
@@ -514,8 +536,6 @@ describe('HerdEngine across processes sharing one store', () => {
     );
     await expect(lenient.getOrLoad('k', lenientLoader)).resolves.toBe('unleased');
     expect(lenientLoader.calls).toBe(1);
-    gate.resolve('owner');
-    await owned;
   });
 
   it('stops a waiting follower on close, without loading', async () => {

@@ -1,0 +1,167 @@
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { parseDuration } from '../../core/duration.js';
+import { ConfigurationError } from '../../errors/configuration.error.js';
+import { StoreError } from '../../errors/store.error.js';
+import type { InvalidationMode } from '../herd-store.interface.js';
+import type { RedisStoreOptions } from './redis-store.options.js';
+import { isValidNamespace } from './redis-keys.js';
+import {
+  ACQUIRE_LEASE,
+  ADD_TO_INDEX,
+  EXTEND_LEASE,
+  FILL,
+  INDEX_MEMBERS,
+  INVALIDATE,
+  RELEASE_LEASE,
+  SET_VALUE,
+} from './redis-scripts.js';
+
+/** The scripts registered on the client by `defineCommand`, typed locally (no global augmentation). */
+interface HerdGuardCommands {
+  herdGuardAcquire(
+    lease: string,
+    version: string,
+    value: string,
+    token: string,
+    ttlMs: number,
+    takeoverFrom: string,
+  ): Promise<[number, string, string | null, number]>;
+  herdGuardFill(
+    value: string,
+    lease: string,
+    version: string,
+    envelope: string,
+    pxMs: number,
+    fence: string,
+    token: string,
+    channel: string,
+    keyPart: string,
+    maxBroadcast: number,
+  ): Promise<number>;
+  herdGuardSet(
+    value: string,
+    lease: string,
+    version: string,
+    envelope: string,
+    pxMs: number,
+    channel: string,
+    keyPart: string,
+    maxBroadcast: number,
+  ): Promise<string>;
+  herdGuardInvalidate(
+    value: string,
+    lease: string,
+    version: string,
+    mode: InvalidationMode,
+    channel: string,
+    keyPart: string,
+  ): Promise<[number, string]>;
+  herdGuardRelease(lease: string, token: string, channel: string, keyPart: string, fence: string): Promise<number>;
+  herdGuardExtend(lease: string, token: string, ttlMs: number): Promise<number>;
+  herdGuardIndex(index: string, member: string, ttlMs: number): Promise<number>;
+  herdGuardIndexMembers(index: string): Promise<string[]>;
+}
+
+export type Client = (Redis | Cluster) & HerdGuardCommands;
+
+/** Safe defaults for connections herd-guard opens: fail fast instead of queueing while Redis is away. */
+const CONNECTION_DEFAULTS: RedisOptions = {
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 0,
+  connectTimeout: 2_000,
+  // After a lost connection ioredis arms this timer on close and may never clear it: keep it short.
+  disconnectTimeout: 200,
+  retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2_000),
+};
+
+export function connect(options: RedisStoreOptions): Redis | Cluster {
+  if (options.cluster !== undefined) {
+    const nodes = options.cluster.nodes.map((node) =>
+      typeof node === 'string' ? node : { host: node.host, port: node.port },
+    );
+    return new Cluster(nodes, {
+      enableOfflineQueue: false,
+      clusterRetryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2_000),
+      ...options.cluster.options,
+      redisOptions: { ...CONNECTION_DEFAULTS, ...options.cluster.options?.redisOptions },
+    });
+  }
+  const settings = { ...CONNECTION_DEFAULTS, ...options.redisOptions };
+  return options.url === undefined ? new Redis(settings) : new Redis(options.url, settings);
+}
+
+export function defineCommands(client: Redis | Cluster): Client {
+  client.defineCommand('herdGuardAcquire', { numberOfKeys: 3, lua: ACQUIRE_LEASE });
+  client.defineCommand('herdGuardFill', { numberOfKeys: 3, lua: FILL });
+  client.defineCommand('herdGuardSet', { numberOfKeys: 3, lua: SET_VALUE });
+  client.defineCommand('herdGuardInvalidate', { numberOfKeys: 3, lua: INVALIDATE });
+  client.defineCommand('herdGuardRelease', { numberOfKeys: 1, lua: RELEASE_LEASE });
+  client.defineCommand('herdGuardExtend', { numberOfKeys: 1, lua: EXTEND_LEASE });
+  client.defineCommand('herdGuardIndex', { numberOfKeys: 1, lua: ADD_TO_INDEX });
+  client.defineCommand('herdGuardIndexMembers', { numberOfKeys: 1, lua: INDEX_MEMBERS });
+  return client as Client;
+}
+
+/** A dedicated connection for SUBSCRIBE; unlike command connections it may queue until connected. */
+export function subscriberFor(client: Redis | Cluster): Redis | Cluster {
+  if (client instanceof Cluster) return client.duplicate(undefined, { enableOfflineQueue: true });
+  return client.duplicate({ enableOfflineQueue: true, disconnectTimeout: 200 });
+}
+
+export async function closeConnection(connection: Redis | Cluster): Promise<void> {
+  if (connection.status === 'end') return;
+  try {
+    if (connection.status !== 'ready') throw new Error('not connected');
+    await Promise.race([connection.quit(), new Promise((_, reject) => setTimeout(reject, 1_000).unref())]);
+  } catch {
+    connection.disconnect();
+  }
+}
+
+export function validateStoreOptions(options: RedisStoreOptions): void {
+  const sources = [options.url, options.client, options.cluster].filter((source) => source !== undefined);
+  if (sources.length > 1) throw new ConfigurationError('redis', 'give only one of url, client and cluster');
+  if (options.redisOptions !== undefined && (options.client !== undefined || options.cluster !== undefined)) {
+    throw new ConfigurationError(
+      'redis.redisOptions',
+      'applies only to a connection opened from url or options; configure your own client directly',
+    );
+  }
+  if (options.namespace !== undefined && !isValidNamespace(options.namespace)) {
+    throw new ConfigurationError(
+      'redis.namespace',
+      `use 1-64 characters from A-Z a-z 0-9 . _ : -, received ${JSON.stringify(options.namespace)}`,
+    );
+  }
+  if (options.url !== undefined && !/^rediss?:\/\//.test(options.url)) {
+    throw new ConfigurationError(
+      'redis.url',
+      `expected redis://host:port or rediss://host:port, received ${JSON.stringify(options.url)}`,
+    );
+  }
+  const threshold = options.breakerThreshold;
+  if (threshold !== undefined && (!Number.isInteger(threshold) || threshold < 1)) {
+    throw new ConfigurationError('redis.breakerThreshold', `expected a positive integer, received ${threshold}`);
+  }
+  const fallback = options.fallbackEntries;
+  if (fallback !== undefined && (!Number.isInteger(fallback) || fallback < 0)) {
+    throw new ConfigurationError('redis.fallbackEntries', `expected an integer >= 0, received ${fallback}`);
+  }
+  if (options.commandTimeout !== undefined && parseDuration(options.commandTimeout, 'redis.commandTimeout') <= 0) {
+    throw new ConfigurationError('redis.commandTimeout', 'must be greater than 0');
+  }
+}
+
+export function isReplyError(error: unknown): boolean {
+  return error instanceof Error && error.name === 'ReplyError';
+}
+
+export function isWrongType(error: unknown): boolean {
+  const cause = error instanceof StoreError ? error.cause : error;
+  return isReplyError(cause) && (cause as Error).message.startsWith('WRONGTYPE');
+}
+
+export function describeError(error: unknown): string | undefined {
+  if (error === undefined) return undefined;
+  return error instanceof Error ? error.message : String(error);
+}
