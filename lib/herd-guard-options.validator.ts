@@ -115,7 +115,10 @@ function assertRedis(redis: unknown): void {
   }
   for (const name of Object.keys(redis)) {
     if (!REDIS_FIELDS.has(name)) {
-      throw new ConfigurationError(`redis.${name}`, `unknown option; known options are ${[...REDIS_FIELDS].join(', ')}`);
+      throw new ConfigurationError(
+        `redis.${name}`,
+        `unknown option; known options are ${[...REDIS_FIELDS].join(', ')}`,
+      );
     }
   }
   if (redis['url'] !== undefined) assertRedisUrl(redis['url'], 'redis.url');
