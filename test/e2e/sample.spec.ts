@@ -108,7 +108,9 @@ describe('sample app', () => {
     for (let i = 0; i < 3; i += 1) await request(http).get('/products/1');
     await request(http).get('/products/2');
     const hot = await request(http).get('/cache/hot-keys?top=1').expect(200);
-    expect(hot.body.requested).toEqual([{ key: 'http:GET /products/1', count: 3, error: 0 }]);
+    expect(hot.body.requested).toEqual([
+      { key: 'http:GET ProductsController.product //127.0.0.1/products/1', count: 3, error: 0 },
+    ]);
   });
 
   it('reports health up on the memory store', async () => {
