@@ -66,6 +66,12 @@ class StreamsController {
     return this.probe.endless((tick) => tick);
   }
 
+  /** The same without a loader timeout of its own: only the application's shutdown ends it. */
+  @Get('forever')
+  forever(): Observable<number> {
+    return this.probe.endless((tick) => tick);
+  }
+
   @Get('raw')
   raw(@Res() response: unknown): void {
     this.probe.runs += 1;
@@ -142,6 +148,18 @@ describe.each(ADAPTERS)('HerdGuardInterceptor leaves streams and raw responses a
     const response = await http().get('/ticks');
     expect(response.status).toBe(504);
     await until(() => probe.open === 0, 2_000, 'the handler subscription to close');
+  });
+
+  it("unsubscribes a handler's Observable that never completes when the application closes", async () => {
+    const other = await startHttpApp(adapter, AppModule);
+    const otherProbe = other.get(Probe);
+    const { port } = (other.getHttpServer() as { address(): AddressInfo }).address();
+    const pending = httpGet({ host: '127.0.0.1', port, path: '/forever' });
+    pending.on('error', () => undefined);
+    await until(() => otherProbe.open === 1, 2_000, 'the handler to be subscribed');
+    pending.destroy();
+    await other.close();
+    expect(otherProbe.open).toBe(0);
   });
 
   it('answers every request of a @Res() handler: the route is never cached', async () => {
