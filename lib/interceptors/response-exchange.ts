@@ -31,14 +31,12 @@ export class ResponseExchange {
   readonly preparedStatus: number;
   /** The `Cache-Control` set before the handler ran (`@Header`, a middleware), if any. */
   readonly preparedCacheControl: string | undefined;
-  readonly #preparedHeaders: ReadonlyArray<string | undefined>;
   /** Set by {@link replay} (the request is answered from the cache), read by {@link beforeRun}. */
   #replayed = false;
 
   constructor(readonly response: HttpResponse) {
     this.preparedStatus = response.status;
     this.preparedCacheControl = response.header('cache-control');
-    this.#preparedHeaders = REPLAYED_HEADERS.map((name) => response.header(name));
   }
 
   /** Writes a stored response's status and headers; returns the body to answer with. */
@@ -69,7 +67,12 @@ export class ResponseExchange {
         };
       }
     }
-    return { headers: this.#preparedHeaders, sent: this.response.headersSent, carried: {} };
+    // Nothing was replayed on this response: it holds what was set before the handler (read here, off the hit path).
+    return {
+      headers: REPLAYED_HEADERS.map((name) => this.response.header(name)),
+      sent: this.response.headersSent,
+      carried: {},
+    };
   }
 
   /** What the handler set during the run that started at `baseline`. */
