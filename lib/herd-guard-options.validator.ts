@@ -2,6 +2,7 @@ import { resolvePolicy } from './core/policy.js';
 import { ConfigurationError } from './errors/configuration.error.js';
 import { isValidNamespace } from './stores/redis/redis-keys.js';
 import type { HerdGuardModuleOptions } from './interfaces/herd-guard-module-options.interface.js';
+import type { RedisStoreOptions } from './stores/redis/redis-store.options.js';
 
 const MODULE_FIELDS: ReadonlySet<string> = new Set([
   'store',
@@ -14,6 +15,20 @@ const MODULE_FIELDS: ReadonlySet<string> = new Set([
   'hotKeys',
 ]);
 const MEMORY_FIELDS: ReadonlySet<string> = new Set(['maxEntries', 'now']);
+/** Every field of {@link RedisStoreOptions} (`satisfies` fails the build when one is added there and not here). */
+const REDIS_FIELDS: ReadonlySet<string> = new Set(
+  Object.keys({
+    url: true,
+    redisOptions: true,
+    cluster: true,
+    client: true,
+    namespace: true,
+    commandTimeout: true,
+    breakerThreshold: true,
+    breakerCooldown: true,
+    fallbackEntries: true,
+  } satisfies Record<keyof RedisStoreOptions, true>),
+);
 const STORE_METHODS = [
   'get',
   'fill',
@@ -93,13 +108,41 @@ function assertStore(store: unknown): void {
 
 function assertRedis(redis: unknown): void {
   if (typeof redis === 'string') {
-    if (!/^rediss?:\/\/./.test(redis)) {
-      throw new ConfigurationError('redis', `expected a redis:// or rediss:// URL, received "${redis}"`);
-    }
+    assertRedisUrl(redis, 'redis');
     return;
   }
   if (!isRecord(redis)) {
     throw new ConfigurationError('redis', `expected a URL or RedisStoreOptions, received ${describe(redis)}`);
+  }
+  for (const name of Object.keys(redis)) {
+    if (!REDIS_FIELDS.has(name)) {
+      throw new ConfigurationError(
+        `redis.${name}`,
+        `unknown option; known options are ${[...REDIS_FIELDS].join(', ')}`,
+      );
+    }
+  }
+  if (redis['url'] !== undefined) assertRedisUrl(redis['url'], 'redis.url');
+}
+
+/** `redis[s]://[[user]:password@]host[:port][/db]`, as ioredis reads it; anything else fails at start. */
+function assertRedisUrl(url: unknown, field: string): void {
+  const expected = 'expected redis://[:password@]host[:port][/db] or rediss://…';
+  if (typeof url !== 'string') throw new ConfigurationError(field, `${expected}, received ${describe(url)}`);
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ConfigurationError(field, `${expected}, received ${describe(url)}: not a URL`);
+  }
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') {
+    throw new ConfigurationError(field, `${expected}, received ${describe(url)}: the scheme is ${parsed.protocol}`);
+  }
+  if (parsed.hostname === '') {
+    throw new ConfigurationError(field, `${expected}, received ${describe(url)}: no host`);
+  }
+  if (!/^(\/\d*)?$/.test(parsed.pathname)) {
+    throw new ConfigurationError(field, `${expected}, received ${describe(url)}: the database is not a number`);
   }
 }
 

@@ -2,7 +2,7 @@
 export const HERD_GUARD_CACHED = 'herd-guard:cached';
 /** Metadata key of `@CachedRoute()` options on a controller or route handler. */
 export const HERD_GUARD_ROUTE = 'herd-guard:route';
-/** Metadata key set by `@SkipCache()`. */
+/** Metadata key set by `@SkipCache(skip)`: `true` or `false`, the handler's over its controller's. */
 export const HERD_GUARD_SKIP = 'herd-guard:skip';
 
 /** Injection token of the engine behind `HerdGuardService` (one per module instance). */

@@ -61,6 +61,7 @@ export type {
 
 // Errors
 export * from './errors/index.js';
+export { isLoaderFailure } from './errors/loader-failure.js';
 
 // NestJS
 export { HerdGuardModule } from './herd-guard.module.js';
@@ -79,6 +80,8 @@ export { SkipCache } from './decorators/skip-cache.decorator.js';
 export { HerdGuardInterceptor } from './interceptors/herd-guard.interceptor.js';
 export { cacheHeaders } from './interceptors/cache-headers.js';
 export type { CacheHeaders } from './interceptors/cache-headers.js';
+export { CACHEABLE_STATUSES } from './interceptors/cached-response.js';
+export type { CachedResponse } from './interceptors/cached-response.js';
 export type { RouteConfig } from './interceptors/route-config.js';
 export { methodCacheKey } from './keys/method-key.js';
 export { routeCacheKey } from './keys/route-key.js';

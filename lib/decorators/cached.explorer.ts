@@ -19,8 +19,18 @@ type InstanceWrapper = ReturnType<DiscoveryService['getProviders']>[number];
 /** Marks a method wrapper, so a provider reachable twice (aliases, a second module) is wrapped once. */
 const WRAPPED = Symbol('herd-guard.wrapped');
 
+/** Which provider took a key prefix, so a second one fails the bootstrap instead of sharing its entries. */
+interface PrefixOwner {
+  readonly instance: object;
+  readonly provider: string;
+}
+
+/** A name shorter than this, taken from a class, is what minifiers produce: not an identity to key by. */
+const MIN_CLASS_NAME_LENGTH = 3;
+
 interface MethodPlan {
-  readonly target: string;
+  /** What default keys start with: `keyPrefix`, or `<provider name>.<method>`. */
+  readonly keyPrefix: string;
   readonly key: ((...args: unknown[]) => string) | undefined;
   readonly tags: readonly string[] | ((...args: unknown[]) => readonly string[]) | undefined;
   /** One object per method, so the engine resolves it once. */
@@ -33,6 +43,11 @@ interface MethodPlan {
  * this module's {@link HerdGuardService}, and checks every `@Cached` and `@CachedRoute` option
  * (a bad one fails the bootstrap). The wrapper is an own property of the instance: the class and
  * other applications in the process are untouched.
+ *
+ * Default keys start with `<provider name>.<method>`: the provider's token when it is a string or
+ * a symbol (`provide: 'EU_USERS'`), else its class name. Two providers that would share a prefix
+ * (two classes with one name, one class provided twice) fail the bootstrap, and so does a class
+ * name a minifier produced; `keyPrefix` or `key` resolves both.
  */
 @Injectable()
 export class CachedMethodsExplorer implements OnModuleInit {
@@ -47,11 +62,18 @@ export class CachedMethodsExplorer implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    for (const wrapper of this.discovery.getProviders()) this.#wrapProvider(wrapper);
+    const prefixes = new Map<string, PrefixOwner>();
+    // Class providers first: an instance also reachable through an alias token is named by its class.
+    const providers = this.discovery.getProviders();
+    const ordered = [
+      ...providers.filter((wrapper) => typeof wrapper.token === 'function'),
+      ...providers.filter((wrapper) => typeof wrapper.token !== 'function'),
+    ];
+    for (const wrapper of ordered) this.#wrapProvider(wrapper, prefixes);
     for (const wrapper of this.discovery.getControllers()) this.#checkRoutes(wrapper);
   }
 
-  #wrapProvider(wrapper: InstanceWrapper): void {
+  #wrapProvider(wrapper: InstanceWrapper, prefixes: Map<string, PrefixOwner>): void {
     const instance: unknown = wrapper.instance;
     if (typeof instance !== 'object' || instance === null) return;
     const prototype = Object.getPrototypeOf(instance) as object | null;
@@ -67,8 +89,11 @@ export class CachedMethodsExplorer implements OnModuleInit {
       );
       return;
     }
+    const provider = providerName(wrapper, className);
     for (const name of methods) {
-      const plan = this.#plan(prototype, className, name);
+      const plan = this.#plan(prototype, className, name, provider);
+      // An explicit key is the user's to keep unique; default keys must name one provider.
+      if (plan.key === undefined) claimPrefix(prefixes, plan.keyPrefix, instance as object, wrapper, provider, name);
       this.#wrap(instance as Record<string, unknown>, name, plan);
     }
   }
@@ -80,14 +105,19 @@ export class CachedMethodsExplorer implements OnModuleInit {
   }
 
   /** Checks the options of one `@Cached` method and decides what the wrapper returns. */
-  #plan(prototype: object, className: string, name: string): MethodPlan {
-    const target = `${className}.${name}`;
-    const field = `@Cached(${target})`;
-    const { key, tags, ...policy } = this.#cachedOptions(prototype, name) ?? {};
+  #plan(prototype: object, className: string, name: string, provider: ProviderName): MethodPlan {
+    const field = `@Cached(${className}.${name})`;
+    const { key, keyPrefix, tags, ...policy } = this.#cachedOptions(prototype, name) ?? {};
     resolvePolicy(policy, this.resources.options.policy, field);
     const original = (prototype as Record<string, Method>)[name];
+    if (keyPrefix !== undefined && (typeof keyPrefix !== 'string' || keyPrefix.length === 0)) {
+      throw new ConfigurationError(`${field}.keyPrefix`, 'expected a non-empty string');
+    }
+    if (keyPrefix === undefined && key === undefined && provider.fromClass) {
+      assertClassNameUsable(provider.name, field);
+    }
     return {
-      target,
+      keyPrefix: keyPrefix ?? `${provider.name}.${name}`,
       key: functionOption(key, `${field}.key`),
       tags: tagsOption(tags, `${field}.tags`),
       policy: Object.keys(policy).length === 0 ? undefined : policy,
@@ -101,8 +131,9 @@ export class CachedMethodsExplorer implements OnModuleInit {
     const original = current;
     const herd = this.herd;
     const read = (args: unknown[]): Promise<unknown> => {
-      const key = plan.key === undefined ? methodCacheKey(plan.target, args) : plan.key(...args);
-      const tags = typeof plan.tags === 'function' ? plan.tags(...args) : plan.tags;
+      // `key` and `tags` functions see the instance as `this`, so one class provided twice can key by it.
+      const key = plan.key === undefined ? methodCacheKey(plan.keyPrefix, args) : plan.key.apply(instance, args);
+      const tags = typeof plan.tags === 'function' ? plan.tags.apply(instance, args) : plan.tags;
       return herd
         .getOrLoad(key, () => original.apply(instance, args), { policy: plan.policy, tags })
         .catch((error: unknown) => {
@@ -147,6 +178,55 @@ export class CachedMethodsExplorer implements OnModuleInit {
       resolvePolicy(policy, this.resources.options.policy, field);
     }
   }
+}
+
+/** The name default keys start with, and whether it comes from a class (which a minifier may rename). */
+interface ProviderName {
+  readonly name: string;
+  readonly fromClass: boolean;
+}
+
+/** The provider's token when the app named it (a string or a symbol), else the instance's class name. */
+function providerName(wrapper: InstanceWrapper, className: string): ProviderName {
+  const token: unknown = wrapper.token;
+  if (typeof token === 'string' && token.length > 0) return { name: token, fromClass: false };
+  if (typeof token === 'symbol' && token.description !== undefined && token.description.length > 0) {
+    return { name: token.description, fromClass: false };
+  }
+  return { name: className, fromClass: true };
+}
+
+/** A class name herd-guard may key by: present, and not as short as what minifiers produce. */
+function assertClassNameUsable(name: string, field: string): void {
+  if (name.length >= MIN_CLASS_NAME_LENGTH) return;
+  throw new ConfigurationError(
+    field,
+    `the class name ${JSON.stringify(name)} looks minified (or is missing), so default keys could mean another ` +
+      'class after the next build; set keyPrefix (or key), or keep class names when minifying',
+  );
+}
+
+/** Records that `instance` uses `prefix`; another provider with it would read this one's entries. */
+function claimPrefix(
+  prefixes: Map<string, PrefixOwner>,
+  prefix: string,
+  instance: object,
+  wrapper: InstanceWrapper,
+  provider: ProviderName,
+  method: string,
+): void {
+  const owner = prefixes.get(prefix);
+  const described = `${provider.name} in ${wrapper.host?.name ?? 'an unnamed module'}`;
+  if (owner === undefined) {
+    prefixes.set(prefix, { instance, provider: described });
+    return;
+  }
+  if (owner.instance === instance) return;
+  throw new ConfigurationError(
+    `@Cached(${instance.constructor.name}.${method})`,
+    `${owner.provider} and ${described} would share the cache keys ${prefix}(…); set keyPrefix on one of them, ` +
+      `or give each instance its own provider token (provide: 'EU_USERS'), or a key built from \`this\``,
+  );
 }
 
 /**

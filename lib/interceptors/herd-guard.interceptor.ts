@@ -1,58 +1,74 @@
 import {
   type CallHandler,
   type ExecutionContext,
+  GatewayTimeoutException,
   Injectable,
   type NestInterceptor,
   Optional,
-  StreamableFile,
+  ServiceUnavailableException,
 } from '@nestjs/common';
 import { HttpAdapterHost, Reflector } from '@nestjs/core';
-import { type Observable, from, lastValueFrom } from 'rxjs';
-import type { ReadResult } from '../core/herd-engine.js';
+import { type Observable, defaultIfEmpty, from, map, mergeMap, of, takeLast, tap } from 'rxjs';
+import type { LoadContext, ReadResult } from '../core/herd-engine.js';
 import { LoaderFailedError } from '../errors/loader-failed.error.js';
+import { LoaderTimeoutError } from '../errors/loader-timeout.error.js';
+import { UpstreamUnavailableError } from '../errors/upstream-unavailable.error.js';
+import { WaitTimeoutError } from '../errors/wait-timeout.error.js';
 import { HERD_GUARD_ROUTE, HERD_GUARD_SKIP } from '../herd-guard.constants.js';
 import { HerdGuardService } from '../herd-guard.service.js';
 import type { CachedRouteOptions } from '../interfaces/cached-route-options.interface.js';
-import { designReturnType, isClassOrSubclass } from '../decorators/design-metadata.js';
 import { routeCacheKey } from '../keys/route-key.js';
 import { cacheHeaders } from './cache-headers.js';
+import { CACHEABLE_STATUSES, type CachedResponse, forbidsStoring } from './cached-response.js';
+import { HttpResponse } from './http-response.js';
+import { type HandlerOutput, ResponseExchange } from './response-exchange.js';
 import { type RouteConfig, routeConfig } from './route-config.js';
+import { type RouteHandler, describeRouteHandler, isStreamBody } from './route-handler.js';
+import { UncacheableResponse } from './uncacheable-response.js';
 
 /** Set on a request once an interceptor caches it, so a second binding (route + global) passes through. */
 const HANDLED = Symbol('herd-guard.handled');
-
-/** Carries a handler's StreamableFile out of the loader: streams are sent, never cached. */
-class UncacheableBody {
-  constructor(readonly body: unknown) {}
-}
+/** Answer of a request that joined a run whose response was not for sharing: it runs its own handler. */
+const RUN_OWN_HANDLER = Symbol('herd-guard.run-own-handler');
 
 type HttpRequest = {
   method?: string;
   url?: string;
   headers?: Record<string, string | string[] | undefined>;
-  raw?: unknown;
   [HANDLED]?: true;
 };
 
+/** Per handler, read once: its identity in keys and whether it may be cached at all. */
+interface HandlerState extends RouteHandler {
+  /** Written once a run shows the handler returns streams, so later requests pass through at once. */
+  cacheable: boolean;
+}
+
 /**
- * Caches the bodies of GET (and HEAD) routes with herd-guard: concurrent requests for one key
- * run the handler once, stale bodies are served while one refresh runs, and the response carries
- * `X-Cache`, `Age` and `Cache-Control`. Other methods, non-HTTP contexts, `@SkipCache()` routes
- * and handlers declared to return a `StreamableFile` pass through untouched (the method is
- * checked before any key is built). Only the returned body is cached: status codes and headers
- * set by the handler are not replayed on a hit. Handler errors are never cached and reach the
- * client unchanged (a `NotFoundException` stays a 404).
+ * Caches the responses of GET (and HEAD) routes with herd-guard: concurrent requests for one key
+ * run the handler once, stale responses are served while one refresh runs, and the response
+ * carries `X-Cache`, `Age` and `Cache-Control`.
  *
- * Bind it with `@UseInterceptors(HerdGuardInterceptor)` on a controller or route, or as
- * `APP_INTERCEPTOR`. Customise by extending it: `trackBy`, `scopeKey`, `isRequestCacheable`,
- * `setCacheHeaders` are protected hooks.
+ * Safe by default (RFC 9111 §3.5 and §4, as a shared cache):
+ * - requests with `Authorization` or `Cookie` pass through uncached unless the route has a `scope`
+ *   (per-user entries, `Cache-Control: private`) or `shareAcrossUsers: true`;
+ * - the key names the host, the handler (controller, method, version), the path and the query;
+ * - a response is stored only with a status in {@link CACHEABLE_STATUSES}, without `Set-Cookie`,
+ *   and without a `Cache-Control` of `no-store`, `no-cache` or (unscoped) `private`, which is sent
+ *   as written. The status and the headers the handler set that describe the body are replayed;
+ * - SSE routes, `@Res()` handlers, streams and other methods pass through untouched.
+ *
+ * A `null`/`undefined` body is cached as "not found" for `negativeTtl`. Handler errors are never
+ * cached and reach the client unchanged (a `NotFoundException` stays a 404); a loader timeout
+ * answers 504. Bind it with `@UseInterceptors(HerdGuardInterceptor)` or as `APP_INTERCEPTOR`.
+ * Customise by extending it: `trackBy`, `scopeKey`, `hasCredentials`, `isRequestCacheable`,
+ * `setCacheHeaders` and `routeConfigOf` are protected hooks.
  */
 @Injectable()
 export class HerdGuardInterceptor implements NestInterceptor {
   /** Route options per handler, read once (the policy object must stay the same for the engine's cache). */
   readonly #routes = new WeakMap<object, RouteConfig>();
-  /** Whether each handler may be cached at all (`@SkipCache()`, StreamableFile), read once. */
-  readonly #cacheable = new WeakMap<object, boolean>();
+  readonly #handlers = new WeakMap<object, HandlerState>();
 
   constructor(
     protected readonly herd: HerdGuardService,
@@ -61,11 +77,11 @@ export class HerdGuardInterceptor implements NestInterceptor {
   ) {}
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> | Promise<Observable<unknown>> {
-    // Check: only GET/HEAD routes that may be cached, each request once.
+    // Check: only GET/HEAD requests of handlers whose responses can be replayed, each request once.
     if (!this.isRequestCacheable(context)) return next.handle();
     const request = context.switchToHttp().getRequest<HttpRequest>();
     if (request[HANDLED] === true) return next.handle();
-    // Key: method + path + sorted query (+ vary headers, + scope). Hooks may answer asynchronously.
+    // Key: handler, host, path, sorted query (+ vary headers, + scope). Hooks may answer asynchronously.
     const scope = this.scopeKey(context);
     if (scope instanceof Promise) return scope.then((resolved) => this.#withScope(context, next, request, resolved));
     return this.#withScope(context, next, request, scope);
@@ -77,6 +93,10 @@ export class HerdGuardInterceptor implements NestInterceptor {
     request: HttpRequest,
     scope: string | undefined,
   ): Observable<unknown> | Promise<Observable<unknown>> {
+    // Private: a request with credentials shares no entry unless the route says its response is the same for all.
+    if (scope === undefined && !this.routeConfigOf(context).shareAcrossUsers && this.hasCredentials(context)) {
+      return next.handle();
+    }
     const key = this.trackBy(context, scope);
     if (key instanceof Promise) return key.then((resolved) => this.#cached(context, next, request, scope, resolved));
     return this.#cached(context, next, request, scope, key);
@@ -91,48 +111,118 @@ export class HerdGuardInterceptor implements NestInterceptor {
     key: string | undefined,
   ): Observable<unknown> {
     if (key === undefined) return next.handle();
+    const exchange = new ResponseExchange(this.#response(context));
+    const scoped = scope !== undefined;
+    // A Cache-Control set before the handler runs (`@Header`, a middleware) may forbid storing already.
+    if (forbidsStoring(exchange.preparedCacheControl, scoped)) return next.handle();
     request[HANDLED] = true;
     const route = this.routeConfigOf(context);
     const tags = typeof route.tags === 'function' ? route.tags(context) : route.tags;
     // Set when this request's own handler runs (not when it joined another request's run).
     let ranHere = false;
-    const runHandler = (): Promise<unknown> => {
+    // This request's own response, when its handler produced one that is not for sharing.
+    let own: UncacheableResponse | undefined;
+    const load = (loading: LoadContext<unknown>): Observable<CachedResponse | null> => {
       ranHere = true;
-      return this.#runHandler(next);
+      return this.#load(context, next, exchange, scoped, loading.stale).pipe(
+        tap({ error: (error: unknown) => (own = error instanceof UncacheableResponse ? error : undefined) }),
+      );
     };
-    const answer = this.herd.read(key, runHandler, { policy: route.policy, tags }).then(
+    const answer = this.herd.read(key, load, { policy: route.policy, tags }).then(
       (result) => {
-        this.setCacheHeaders(context, result, scope !== undefined, route.vary);
-        return result.value;
+        // The engine served the others a stale entry (fail-safe); this request keeps what its handler sent.
+        if (own !== undefined && !own.failure) return own.body;
+        const body = exchange.replay(result.value);
+        this.setCacheHeaders(context, result, scoped, route.vary);
+        return body;
       },
       (error: unknown): unknown => {
-        if (error instanceof LoaderFailedError && error.cause instanceof UncacheableBody) {
-          // A stream is sent once, by the request that produced it; the others run their own handler,
-          // and the route is not cached from now on.
-          this.#cacheable.set(context.getHandler(), false);
-          return ranHere ? error.cause.body : lastValueFrom(next.handle(), { defaultValue: undefined });
-        }
+        const cause = error instanceof LoaderFailedError ? error.cause : error;
+        if (cause instanceof UncacheableResponse) return ranHere ? cause.body : RUN_OWN_HANDLER;
         // The handler's own error (HttpException included), as if no interceptor were there.
-        throw error instanceof LoaderFailedError ? error.cause : error;
+        throw httpErrorFor(cause);
       },
     );
-    return from(answer);
+    return from(answer).pipe(mergeMap((body) => (body === RUN_OWN_HANDLER ? next.handle() : of(body))));
+  }
+
+  /**
+   * Runs the handler (and the interceptors inside this one) and turns what it sent into what is
+   * stored: a {@link CachedResponse}, `null` for "not found", or an {@link UncacheableResponse} thrown.
+   * The engine unsubscribes when the load is aborted (loader timeout, application shutdown).
+   */
+  #load(
+    context: ExecutionContext,
+    next: CallHandler,
+    exchange: ResponseExchange,
+    scoped: boolean,
+    refreshing: unknown,
+  ): Observable<CachedResponse | null> {
+    return from(exchange.beforeRun(refreshing)).pipe(
+      mergeMap((baseline) =>
+        next.handle().pipe(
+          takeLast(1),
+          defaultIfEmpty(undefined),
+          map((body: unknown) => {
+            const output = exchange.handlerOutput(baseline);
+            if (isStreamBody(body)) {
+              this.#handlerOf(context).cacheable = false;
+              throw new UncacheableResponse(body, output.status, 'a stream');
+            }
+            if (output.sentByHandler) throw new UncacheableResponse(body, output.status, 'sent by the handler');
+            return this.#toStored(body, output, exchange, scoped);
+          }),
+        ),
+      ),
+    );
+  }
+
+  /** What to store for a body the handler sent; throws {@link UncacheableResponse} when it may not be stored. */
+  #toStored(
+    body: unknown,
+    { status, headers }: HandlerOutput,
+    exchange: ResponseExchange,
+    scoped: boolean,
+  ): CachedResponse | null {
+    if (!CACHEABLE_STATUSES.has(status)) throw new UncacheableResponse(body, status, `status ${status}`);
+    const cacheControl = headers['cache-control'] ?? exchange.preparedCacheControl;
+    if (forbidsStoring(cacheControl, scoped)) {
+      throw new UncacheableResponse(body, status, `Cache-Control: ${cacheControl ?? ''}`);
+    }
+    if (exchange.response.header('set-cookie') !== undefined) {
+      throw new UncacheableResponse(body, status, 'Set-Cookie');
+    }
+    const described = Object.keys(headers).length > 0;
+    // "Not found" with the usual status: a negative entry, kept for negativeTtl.
+    if ((body === null || body === undefined) && status === exchange.preparedStatus && !described) return null;
+    return described ? { status, body, headers } : { status, body };
   }
 
   /**
    * Whether this request may be answered from the cache: an HTTP GET or HEAD, not `@SkipCache()`,
-   * and not a handler declared to return a `StreamableFile`. Runs before any key is built.
+   * and a handler whose responses can be replayed (not SSE, `@Res()` or a declared `StreamableFile`).
+   * Runs before any key is built.
    */
   protected isRequestCacheable(context: ExecutionContext): boolean {
     if (context.getType() !== 'http') return false;
     const method = this.#methodOf(context.switchToHttp().getRequest<HttpRequest>());
     if (method !== 'GET' && method !== 'HEAD') return false;
-    return this.#handlerCacheable(context);
+    return this.#handlerOf(context).cacheable;
+  }
+
+  /**
+   * Whether the request carries credentials (`Authorization` or `Cookie`): then it is cached only
+   * per user (`scope`) or on routes with `shareAcrossUsers`. Override to ignore, say, a consent cookie.
+   */
+  protected hasCredentials(context: ExecutionContext): boolean {
+    const request = context.switchToHttp().getRequest<HttpRequest>();
+    return Boolean(headerValue(request, 'authorization')) || Boolean(headerValue(request, 'cookie'));
   }
 
   /**
    * The cache key of this request, or `undefined` to pass it through uncached. Default:
-   * {@link routeCacheKey} of the method, URL, ignored query parameters, `vary` headers and `scope`.
+   * {@link routeCacheKey} of the method, handler, host, URL, ignored query parameters, `vary`
+   * headers and `scope`.
    */
   protected trackBy(
     context: ExecutionContext,
@@ -144,6 +234,8 @@ export class HerdGuardInterceptor implements NestInterceptor {
     for (const name of route.vary) vary[name] = headerValue(request, name);
     return routeCacheKey({
       method: this.#methodOf(request),
+      handler: this.#handlerOf(context).id,
+      host: this.#hostOf(request),
       url: this.#urlOf(request),
       ignoreQuery: route.ignoreQuery,
       vary,
@@ -159,23 +251,31 @@ export class HerdGuardInterceptor implements NestInterceptor {
     return this.routeConfigOf(context).scope?.(context);
   }
 
-  /** Sets `X-Cache`, `Age`, `Cache-Control` (see {@link cacheHeaders}) and `Vary`. */
+  /**
+   * Sets `X-Cache`, `Age`, `Vary`, and `Cache-Control` (see {@link cacheHeaders}) unless the
+   * response has one already (the handler's own, from `@Header` or replayed), which is sent as written.
+   */
   protected setCacheHeaders(
     context: ExecutionContext,
     result: ReadResult<unknown>,
     scoped: boolean,
     vary: readonly string[],
   ): void {
-    const adapter = this.httpAdapterHost?.httpAdapter;
-    if (adapter === undefined) return;
-    const response: unknown = context.switchToHttp().getResponse();
+    if (this.httpAdapterHost?.httpAdapter === undefined) return;
+    const response = this.#response(context);
+    const written = response.header('cache-control') !== undefined;
     for (const [name, value] of Object.entries(cacheHeaders(result, Date.now(), scoped))) {
-      adapter.setHeader(response, name, value);
+      if (name !== 'Cache-Control' || !written) response.setHeader(name, value);
     }
-    if (vary.length > 0) adapter.appendHeader(response, 'Vary', vary.join(', '));
+    if (vary.length > 0) response.appendHeader('Vary', vary.join(', '));
   }
 
-  /** The route's `@CachedRoute` options, the handler's laid over its controller's. */
+  /**
+   * The route's `@CachedRoute` options, the handler's laid over its controller's. A handler that
+   * takes `@Res({ passthrough: true })` sets the status and headers on the response itself, which
+   * a background refresh would do on a response already answered from the cache: its stale entries
+   * are refreshed in the foreground (`staleWhileRevalidate` and `earlyRefresh` off unless set).
+   */
   protected routeConfigOf(context: ExecutionContext): RouteConfig {
     const handler = context.getHandler();
     let config = this.#routes.get(handler);
@@ -185,29 +285,32 @@ export class HerdGuardInterceptor implements NestInterceptor {
         this.reflector.get<CachedRouteOptions | undefined>(HERD_GUARD_ROUTE, handler),
         `@CachedRoute(${context.getClass().name}.${handler.name})`,
       );
+      if (this.#handlerOf(context).writesResponse) {
+        config = { ...config, policy: { staleWhileRevalidate: false, earlyRefresh: false, ...config.policy } };
+      }
       this.#routes.set(handler, config);
     }
     return config;
   }
 
-  /** Runs the route handler (and the interceptors inside this one) and returns its body. */
-  async #runHandler(next: CallHandler): Promise<unknown> {
-    const body: unknown = await lastValueFrom(next.handle(), { defaultValue: undefined });
-    if (body instanceof StreamableFile) throw new UncacheableBody(body);
-    return body;
+  /** The handler's identity and whether it may be cached (`@SkipCache`, SSE, `@Res()`, streams), read once. */
+  #handlerOf(context: ExecutionContext): HandlerState {
+    const handler = context.getHandler();
+    let state = this.#handlers.get(handler);
+    if (state === undefined) {
+      const described = describeRouteHandler(context.getClass(), handler);
+      const skip = this.reflector.getAllAndOverride<boolean | undefined>(HERD_GUARD_SKIP, [
+        handler,
+        context.getClass(),
+      ]);
+      state = { ...described, cacheable: skip !== true && described.unreplayable === undefined };
+      this.#handlers.set(handler, state);
+    }
+    return state;
   }
 
-  /** Not `@SkipCache()` and not declared to return a StreamableFile: decided once per handler. */
-  #handlerCacheable(context: ExecutionContext): boolean {
-    const handler = context.getHandler();
-    let cacheable = this.#cacheable.get(handler);
-    if (cacheable === undefined) {
-      const targets = [handler, context.getClass()];
-      const skipped = this.reflector.getAllAndOverride<boolean | undefined>(HERD_GUARD_SKIP, targets) === true;
-      cacheable = !skipped && !declaresStream(context);
-      this.#cacheable.set(handler, cacheable);
-    }
-    return cacheable;
+  #response(context: ExecutionContext): HttpResponse {
+    return new HttpResponse(context.switchToHttp().getResponse<unknown>(), this.httpAdapterHost?.httpAdapter);
   }
 
   #methodOf(request: HttpRequest): string {
@@ -219,6 +322,13 @@ export class HerdGuardInterceptor implements NestInterceptor {
     const adapter = this.httpAdapterHost?.httpAdapter;
     return String(adapter === undefined ? request.url : adapter.getRequestUrl(request));
   }
+
+  /** The host name the request was sent to (as Nest's host routing reads it), or `undefined` when absent. */
+  #hostOf(request: HttpRequest): string | undefined {
+    const adapter = this.httpAdapterHost?.httpAdapter;
+    const host: unknown = adapter === undefined ? headerValue(request, 'host') : adapter.getRequestHostname(request);
+    return typeof host === 'string' && host !== '' ? host : undefined;
+  }
 }
 
 function headerValue(request: HttpRequest, name: string): string | undefined {
@@ -226,8 +336,13 @@ function headerValue(request: HttpRequest, name: string): string | undefined {
   return Array.isArray(value) ? value.join(', ') : value;
 }
 
-/** A handler declared `: StreamableFile` is never cached (its body is a stream). */
-function declaresStream(context: ExecutionContext): boolean {
-  const prototype = context.getClass().prototype as object;
-  return isClassOrSubclass(designReturnType(prototype, context.getHandler().name), StreamableFile);
+/** A herd-guard timeout as the HTTP error it is (504, or 503 while another pod loads); other errors unchanged. */
+function httpErrorFor(error: unknown): unknown {
+  if (error instanceof LoaderTimeoutError || error instanceof WaitTimeoutError) {
+    return new GatewayTimeoutException('Gateway Timeout', { cause: error });
+  }
+  if (error instanceof UpstreamUnavailableError) {
+    return new ServiceUnavailableException('Service Unavailable', { cause: error });
+  }
+  return error;
 }

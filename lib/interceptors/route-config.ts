@@ -11,6 +11,7 @@ export interface RouteConfig {
   readonly ignoreQuery: readonly string[];
   readonly tags: CachedRouteOptions['tags'];
   readonly scope: CachedRouteOptions['scope'];
+  readonly shareAcrossUsers: boolean;
 }
 
 /**
@@ -25,13 +26,20 @@ export function routeConfig(
 ): RouteConfig {
   assertOptionsObject(controllerOptions, field);
   assertOptionsObject(handlerOptions, field);
-  const { vary, ignoreQuery, tags, scope, ...policy } = { ...controllerOptions, ...handlerOptions };
+  const { vary, ignoreQuery, tags, scope, shareAcrossUsers, ...policy } = { ...controllerOptions, ...handlerOptions };
+  if (shareAcrossUsers !== undefined && typeof shareAcrossUsers !== 'boolean') {
+    throw new ConfigurationError(
+      `${field}.shareAcrossUsers`,
+      `expected true or false, received ${typeof shareAcrossUsers}`,
+    );
+  }
   return {
     policy: Object.keys(policy).length === 0 ? undefined : policy,
     vary: stringList(vary, `${field}.vary`).map((name) => name.toLowerCase()),
     ignoreQuery: stringList(ignoreQuery, `${field}.ignoreQuery`),
     tags: tagsOption(tags, `${field}.tags`),
     scope: functionOption(scope, `${field}.scope`),
+    shareAcrossUsers: shareAcrossUsers === true,
   };
 }
 

@@ -17,4 +17,10 @@ export interface CachedRouteOptions extends CachePolicy {
    * Scoped responses get their own entry and `Cache-Control: private`. `undefined` means shared.
    */
   readonly scope?: (context: ExecutionContext) => string | undefined;
+  /**
+   * Share one entry between requests that carry credentials (`Authorization` or `Cookie`) and have
+   * no scope: only for responses that are the same whoever asks. Default `false`: such requests
+   * pass through uncached.
+   */
+  readonly shareAcrossUsers?: boolean;
 }

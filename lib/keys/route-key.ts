@@ -4,6 +4,10 @@ export interface RouteKeyParts {
   readonly method: string;
   /** The URL as received: path and optional query string (`/items?page=2`). */
   readonly url: string;
+  /** The host the request was sent to, so two sites or tenants served by one app never share an entry. */
+  readonly host?: string;
+  /** The route handler (`ItemsController.list`, `;v=2` when versioned), so two handlers behind one URL never share. */
+  readonly handler?: string;
   /** Query parameters left out of the key, by exact name (cache busters such as `_`, `utm_source`). */
   readonly ignoreQuery?: readonly string[];
   /** Request header values the response varies by, by header name (matched case-insensitively). */
@@ -13,23 +17,31 @@ export interface RouteKeyParts {
 }
 
 /**
- * The cache key of an HTTP response: `http:GET /items?a=1&b=2`, then ` name=value` per vary
- * header (sorted by name) and ` @scope` when scoped. Query parameters are sorted by name (values
- * of a repeated name keep their order) and re-encoded, so `?b=2&a=1` and `?a=1&b=2` share an
- * entry. Header values and the scope are percent-encoded, so the parts cannot run into each other.
+ * The cache key of an HTTP response: `http:GET ItemsController.list //shop.example.com/items?a=1&b=2`
+ * (the handler and the host when given), then ` name=value` per vary header (sorted by name) and
+ * ` @scope` when scoped. Query parameters are sorted by name (values of a repeated name keep their
+ * order) and re-encoded, so `?b=2&a=1` and `?a=1&b=2` share an entry. The host (lower case), the
+ * header values and the scope are percent-encoded, so the parts cannot run into each other.
  */
 export function routeCacheKey(parts: RouteKeyParts): string {
   const method = parts.method.toUpperCase() === 'HEAD' ? 'GET' : parts.method.toUpperCase();
   const queryAt = parts.url.indexOf('?');
   const path = queryAt === -1 ? parts.url : parts.url.slice(0, queryAt);
   const query = queryAt === -1 ? '' : canonicalQuery(parts.url.slice(queryAt + 1), parts.ignoreQuery ?? []);
-  let key = `http:${method} ${path}${query === '' ? '' : `?${query}`}`;
+  const handler = parts.handler === undefined ? '' : ` ${encodeName(parts.handler)}`;
+  const host = parts.host === undefined ? '' : `//${encodeName(parts.host.toLowerCase())}`;
+  let key = `http:${method}${handler} ${host}${path}${query === '' ? '' : `?${query}`}`;
   const vary = Object.entries(parts.vary ?? {})
     .map(([name, value]) => `${name.toLowerCase()}=${encodeURIComponent(value ?? '')}`)
     .sort();
   for (const header of vary) key += ` ${header}`;
   if (parts.scope !== undefined) key += ` @${encodeURIComponent(parts.scope)}`;
   return key;
+}
+
+/** Keeps the characters of host names and handler names; percent-encodes anything else (spaces, `/`, `@`). */
+function encodeName(name: string): string {
+  return name.replace(/[^A-Za-z0-9._~:;,=$[\]-]/g, (char) => encodeURIComponent(char));
 }
 
 function canonicalQuery(raw: string, ignored: readonly string[]): string {

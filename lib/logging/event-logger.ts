@@ -1,6 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import type { HerdEvent } from '../core/events.js';
 import type { HerdEngine } from '../core/herd-engine.js';
+import { httpStatusOf, isLoaderFailure } from '../errors/loader-failure.js';
 
 const MAX_KEY_LENGTH = 200;
 /** A failing store can fail thousands of commands a second: log one line per operation per window. */
@@ -8,12 +9,19 @@ const STORE_ERROR_WINDOW_MS = 10_000;
 
 /**
  * Structured logs of what matters during an incident: lease results, load durations, and the
- * reason for every fallback. Reads and hits are never logged one by one.
+ * reason for every fallback. Reads and hits are never logged one by one. A loader that answers with
+ * a client error (see {@link isLoaderFailure}) is logged at debug, not as a failure.
  */
 export class EventLogger {
   readonly #unsubscribe: () => void;
   /** Per store operation: when it was last logged and how many failures were not logged since. */
   readonly #storeErrors = new Map<string, { loggedAt: number; suppressed: number }>();
+  /**
+   * The key whose load just ended in an answer that is not a failure. The engine emits the
+   * backoff and stale-on-error events of that load right after it, synchronously; they are logged
+   * at debug too. Written by `#log` only.
+   */
+  #answeredKey: string | undefined;
 
   constructor(
     engine: HerdEngine,
@@ -28,6 +36,8 @@ export class EventLogger {
   }
 
   #log(event: HerdEvent): void {
+    const answered = this.#answeredKey === event.key && (event.type === 'backoff' || event.type === 'stale-on-error');
+    if (!answered) this.#answeredKey = undefined;
     switch (event.type) {
       case 'lease-acquired':
         this.logger.debug?.({ event: 'lease acquired', key: shortKey(event.key), fence: event.fence });
@@ -51,6 +61,17 @@ export class EventLogger {
         this.logger.debug?.({ event: 'load fenced by an invalidation, not stored', key: shortKey(event.key) });
         break;
       case 'load-failed':
+        if (!isLoaderFailure(event.error)) {
+          this.#answeredKey = event.key;
+          this.logger.debug?.({
+            event: 'loader answered uncached',
+            key: shortKey(event.key),
+            durationMs: round(event.durationMs),
+            trigger: event.background ? 'refresh' : 'miss',
+            status: httpStatusOf(event.error),
+          });
+          break;
+        }
         this.logger.warn({
           event: 'loader failed',
           key: shortKey(event.key),
@@ -59,17 +80,23 @@ export class EventLogger {
           error: messageOf(event.error),
         });
         break;
-      case 'stale-on-error':
-        this.logger.warn({ event: 'served stale', key: shortKey(event.key), reason: event.reason });
+      case 'stale-on-error': {
+        const line = { event: 'served stale', key: shortKey(event.key), reason: event.reason };
+        if (answered) this.logger.debug?.(line);
+        else this.logger.warn(line);
         break;
-      case 'backoff':
-        this.logger.log({
+      }
+      case 'backoff': {
+        const line = {
           event: 'refresh backing off',
           key: shortKey(event.key),
           delayMs: event.delayMs,
           failures: event.failures,
-        });
+        };
+        if (answered) this.logger.debug?.(line);
+        else this.logger.log(line);
         break;
+      }
       case 'wait-timeout':
         this.logger.warn({
           event: 'wait for fill timed out',

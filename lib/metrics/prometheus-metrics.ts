@@ -3,6 +3,7 @@ import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { HerdEvent } from '../core/events.js';
 import type { HerdEngine } from '../core/herd-engine.js';
 import { ConfigurationError } from '../errors/configuration.error.js';
+import { isLoaderFailure } from '../errors/loader-failure.js';
 
 export interface PrometheusMetricsOptions {
   /** Where to register. Default: prom-client's default registry. Pass your app's registry to share it. */
@@ -84,18 +85,21 @@ export class PrometheusMetrics {
       'path',
     ]);
     const coalesced = counter('coalesced_total', 'Callers that joined a load already running in this process.', []);
-    const loads = counter('loads_total', 'Loader runs by result (ok, error) and trigger (miss, refresh).', [
-      'result',
-      'trigger',
-    ]);
     const fenced = counter(
       'loads_fenced_total',
       'Loads whose value was not stored because the key was invalidated (or its lease taken over) while they ran.',
       ['trigger'],
     );
-    const loaderErrors = counter('loader_errors_total', 'Loader runs that threw, were rejected or timed out.', [
-      'trigger',
-    ]);
+    const loads = counter(
+      'loads_total',
+      'Loader runs by result (ok; error; uncached: answered with a client error or a response not to store) and trigger (miss, refresh).',
+      ['result', 'trigger'],
+    );
+    const loaderErrors = counter(
+      'loader_errors_total',
+      'Loader runs that failed: threw (except client errors), were rejected or timed out.',
+      ['trigger'],
+    );
     const loaderSeconds = histogram('loader_duration_seconds', 'Loader duration, for p50/p95/p99.', ['result']);
     const staleOnError = counter(
       'stale_served_on_error_total',
@@ -166,11 +170,15 @@ export class PrometheusMetrics {
         case 'load-fenced':
           fenced.inc({ cache, trigger: event.background ? 'refresh' : 'miss' });
           break;
-        case 'load-failed':
-          loads.inc({ cache, result: 'error', trigger: event.background ? 'refresh' : 'miss' });
-          loaderErrors.inc({ cache, trigger: event.background ? 'refresh' : 'miss' });
-          loaderSeconds.observe({ cache, result: 'error' }, event.durationMs / 1_000);
+        case 'load-failed': {
+          const trigger = event.background ? 'refresh' : 'miss';
+          // A client error (4xx) is the loader's answer, not a failure of the backend.
+          const result = isLoaderFailure(event.error) ? 'error' : 'uncached';
+          loads.inc({ cache, result, trigger });
+          if (result === 'error') loaderErrors.inc({ cache, trigger });
+          loaderSeconds.observe({ cache, result }, event.durationMs / 1_000);
           break;
+        }
         case 'stale-on-error':
           staleOnError.inc({ cache, reason: event.reason });
           break;

@@ -8,16 +8,23 @@ export const ADAPTERS: readonly AdapterName[] = ['express', 'fastify'];
 
 /**
  * A real Nest HTTP application for `module` on `adapter`, listening on a free loopback port (so
- * supertest reuses one server for concurrent requests). Close it with `app.close()`.
+ * supertest reuses one server for concurrent requests). `configure` runs before init (versioning,
+ * global pipes). Close it with `app.close()`.
  */
-export async function startHttpApp(adapter: AdapterName, module: Type | DynamicModule): Promise<INestApplication> {
+export async function startHttpApp(
+  adapter: AdapterName,
+  module: Type | DynamicModule,
+  configure: (app: INestApplication) => void = () => undefined,
+): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({ imports: [module] }).compile();
   if (adapter === 'express') {
     const app = moduleRef.createNestApplication(new ExpressAdapter(), { logger: false });
+    configure(app);
     await app.listen(0, '127.0.0.1');
     return app;
   }
   const app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false });
+  configure(app);
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
   await app.listen(0, '127.0.0.1');

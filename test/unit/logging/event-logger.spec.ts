@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { LoggerService } from '@nestjs/common';
+import { ForbiddenException, type LoggerService, NotFoundException } from '@nestjs/common';
 import { EventLogger, HerdEngine, MemoryStore, type Entry, type LeaseAttempt } from '../../../lib/index.js';
 import { ManualClock } from '../../helpers/clock.js';
 
@@ -48,6 +48,30 @@ describe('EventLogger', () => {
       expect.objectContaining({ event: 'loader failed', key: 'k', error: 'db down', trigger: 'refresh' }),
       expect.objectContaining({ event: 'served stale', key: 'k', reason: 'loader-failed' }),
     ]);
+    events.close();
+  });
+
+  it('logs a loader that answers with a client error at debug, with the stale value it led to', async () => {
+    const clock = new ManualClock();
+    const engine = new HerdEngine({
+      now: clock.now,
+      store: new MemoryStore({ now: clock.now }),
+      policy: { soft: '1s', hard: '1h' },
+    });
+    const logger = new RecordingLogger();
+    const events = new EventLogger(engine, logger);
+    await engine.getOrLoad('missing', async () => Promise.reject(new NotFoundException())).catch(() => undefined);
+    await engine.getOrLoad('k', async () => 'v');
+    clock.advance(2_000);
+    const result = await engine.read('k', async () => Promise.reject(new ForbiddenException()));
+    await result.revalidated;
+    expect(logger.lines.filter((line) => line.level === 'warn' || line.level === 'log')).toEqual([]);
+    expect(logger.lines.map((line) => line.message)).toContainEqual(
+      expect.objectContaining({ event: 'loader answered uncached', key: 'missing', status: 404 }),
+    );
+    expect(logger.lines.map((line) => line.message)).toContainEqual(
+      expect.objectContaining({ event: 'served stale', key: 'k' }),
+    );
     events.close();
   });
 

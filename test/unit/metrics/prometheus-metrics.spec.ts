@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { BadRequestException, ServiceUnavailableException } from '@nestjs/common';
 import { Registry } from 'prom-client';
 import { HerdEngine, PrometheusMetrics } from '../../../lib/index.js';
 
@@ -35,6 +36,19 @@ describe('PrometheusMetrics', () => {
     expect(sample(text, 'herd_guard_inflight_keys', { cache: 'default' })).toBe(0);
     expect(sample(text, 'herd_guard_store_degraded', { cache: 'default' })).toBe(0);
     expect(text).not.toContain('missing');
+    metrics.close();
+  });
+
+  it('counts a loader that answers with a client error (HttpException 4xx) as uncached, not as a loader error', async () => {
+    const registry = new Registry();
+    const engine = new HerdEngine();
+    const metrics = await PrometheusMetrics.create(engine, { registry });
+    await engine.getOrLoad('k', async () => Promise.reject(new BadRequestException('bad id'))).catch(() => undefined);
+    await engine.getOrLoad('k', async () => Promise.reject(new ServiceUnavailableException())).catch(() => undefined);
+    const text = await registry.metrics();
+    expect(sample(text, 'herd_guard_loads_total', { result: 'uncached', trigger: 'miss' })).toBe(1);
+    expect(sample(text, 'herd_guard_loads_total', { result: 'error', trigger: 'miss' })).toBe(1);
+    expect(sample(text, 'herd_guard_loader_errors_total', { trigger: 'miss' })).toBe(1);
     metrics.close();
   });
 

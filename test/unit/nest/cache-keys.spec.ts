@@ -139,6 +139,22 @@ describe('route cache keys', () => {
     expect(key).toBe('http:GET /items accept-language=de x-region=eu%20west @user%207');
   });
 
+  it('names the handler and the host (lower case) before the path', () => {
+    const key = routeCacheKey({
+      method: 'GET',
+      url: '/items?a=1',
+      host: 'Shop.Example.com',
+      handler: 'Items.list;v=2',
+    });
+    expect(key).toBe('http:GET Items.list;v=2 //shop.example.com/items?a=1');
+  });
+
+  it('cannot be forged by a host that looks like a path or another part of the key', () => {
+    const forged = routeCacheKey({ method: 'GET', url: '/items', host: 'a.example.com/b @x' });
+    expect(forged).toBe('http:GET //a.example.com%2Fb%20%40x/items');
+    expect(forged).not.toBe(routeCacheKey({ method: 'GET', url: '/b/items', host: 'a.example.com', scope: 'x' }));
+  });
+
   it('cannot be forged by a header value that looks like another part of the key', () => {
     const forged = routeCacheKey({ method: 'GET', url: '/items', vary: { 'accept-language': 'de @admin' } });
     const scoped = routeCacheKey({ method: 'GET', url: '/items', vary: { 'accept-language': 'de' }, scope: 'admin' });

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { Injectable, Module, NotFoundException, type INestApplicationContext } from '@nestjs/common';
+import { Injectable, Module, NotFoundException, type INestApplicationContext, type Type } from '@nestjs/common';
 import { Observable, from, lastValueFrom, toArray } from 'rxjs';
 import {
   Cached,
@@ -57,7 +57,7 @@ class AppModule {}
 
 const apps: INestApplicationContext[] = [];
 
-async function start(module: typeof AppModule = AppModule): Promise<INestApplicationContext> {
+async function start(module: Type = AppModule): Promise<INestApplicationContext> {
   const app = await startContext(module);
   apps.push(app);
   return app;
@@ -154,6 +154,34 @@ describe('@Cached on a provider method', () => {
     expect([first.calls.find, second.calls.find]).toEqual([1, 1]);
     expect(Object.hasOwn(first, 'find')).toBe(true);
     expect(Object.getPrototypeOf(first).find).toBe(UsersRepository.prototype.find);
+  });
+
+  it('calls a function key with the provider instance as this, so two instances of one class key apart', async () => {
+    @Injectable()
+    class Regional {
+      constructor(readonly region: string) {}
+
+      @Cached({
+        key(this: Regional, id: number) {
+          return `${this.region}:user:${id}`;
+        },
+      })
+      async find(id: number): Promise<string> {
+        return `${this.region} ${id}`;
+      }
+    }
+    @Module({
+      imports: [HerdGuardModule.forRoot()],
+      providers: [
+        { provide: 'EU', useFactory: () => new Regional('eu') },
+        { provide: 'US', useFactory: () => new Regional('us') },
+      ],
+    })
+    class RegionsModule {}
+    const app = await start(RegionsModule);
+    await expect(app.get<Regional>('EU').find(1)).resolves.toBe('eu 1');
+    await expect(app.get<Regional>('US').find(1)).resolves.toBe('us 1');
+    await expect(app.get(HerdGuardService).peek('us:user:1')).resolves.toMatchObject({ value: 'us 1' });
   });
 
   it('runs the method uncached, as written, in an app without HerdGuardModule', async () => {

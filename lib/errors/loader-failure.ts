@@ -1,0 +1,20 @@
+/**
+ * Whether an error thrown by a loader means the loader failed (and belongs in failure logs and
+ * error metrics), or is the loader's answer to its caller: an error carrying an HTTP status below
+ * 500 through `getStatus()`, as Nest's `HttpException` does (a `ParseIntPipe` 400, a guard's 403,
+ * a `NotFoundException` from a `@Cached` method), or a response the interceptor declined to store.
+ * Such errors still reach the caller unchanged; they are only not counted as failures.
+ */
+export function isLoaderFailure(error: unknown): boolean {
+  const status = httpStatusOf(error);
+  return status === undefined || status >= 500;
+}
+
+/** The status an error answers with through `getStatus()` (Nest's `HttpException`), if any. */
+export function httpStatusOf(error: unknown): number | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const getStatus = (error as { getStatus?: unknown }).getStatus;
+  if (typeof getStatus !== 'function') return undefined;
+  const status: unknown = getStatus.call(error);
+  return typeof status === 'number' && Number.isInteger(status) ? status : undefined;
+}

@@ -1,0 +1,77 @@
+import type { AbstractHttpAdapter } from '@nestjs/core';
+
+/** The platform response (Express `Response`, Fastify `FastifyReply`), as herd-guard reads and writes it. */
+type PlatformResponse = {
+  statusCode?: unknown;
+  headersSent?: unknown;
+  raw?: NodeResponse;
+  getHeader?(name: string): unknown;
+};
+
+/** The Node.js `ServerResponse` underneath (Express's response is one; Fastify's reply holds it as `raw`). */
+type NodeResponse = {
+  statusCode?: unknown;
+  headersSent?: unknown;
+  writableFinished?: unknown;
+  destroyed?: unknown;
+  once?(event: string, listener: () => void): unknown;
+};
+
+/**
+ * Status and headers of one response, through Nest's HTTP adapter when there is one (Express and
+ * Fastify alike), else through the fields both platforms share.
+ */
+export class HttpResponse {
+  constructor(
+    readonly raw: unknown,
+    private readonly adapter: AbstractHttpAdapter | undefined,
+  ) {}
+
+  /** The status the response will be sent with, as it stands now. */
+  get status(): number {
+    const response = this.raw as PlatformResponse;
+    const status = response.statusCode ?? response.raw?.statusCode;
+    return typeof status === 'number' ? status : 200;
+  }
+
+  set status(status: number) {
+    if (this.adapter !== undefined) this.adapter.status(this.raw, status);
+    else (this.raw as PlatformResponse).statusCode = status;
+  }
+
+  get headersSent(): boolean {
+    if (this.adapter !== undefined) return this.adapter.isHeadersSent(this.raw) === true;
+    const response = this.raw as PlatformResponse;
+    return (response.headersSent ?? response.raw?.headersSent) === true;
+  }
+
+  /** Resolves once the response is on its way: headers sent, finished, or the connection closed. */
+  sent(): Promise<void> {
+    const node = ((this.raw as PlatformResponse).raw ?? this.raw) as NodeResponse;
+    if (this.headersSent || node.writableFinished === true || node.destroyed === true || node.once === undefined) {
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      node.once?.('finish', resolve);
+      node.once?.('close', resolve);
+    });
+  }
+
+  /** A header's value (several values joined with `, `), or `undefined` when not set. */
+  header(name: string): string | undefined {
+    const value: unknown =
+      this.adapter !== undefined
+        ? this.adapter.getHeader(this.raw, name)
+        : (this.raw as PlatformResponse).getHeader?.(name);
+    if (value === undefined || value === null) return undefined;
+    return Array.isArray(value) ? value.map(String).join(', ') : String(value);
+  }
+
+  setHeader(name: string, value: string): void {
+    this.adapter?.setHeader(this.raw, name, value);
+  }
+
+  appendHeader(name: string, value: string): void {
+    this.adapter?.appendHeader(this.raw, name, value);
+  }
+}

@@ -1,0 +1,82 @@
+import { StreamableFile } from '@nestjs/common';
+import { designReturnType, isClassOrSubclass, readMetadata } from '../decorators/design-metadata.js';
+
+// Nest's own metadata keys (`@nestjs/common` constants, unchanged since Nest 8), read without
+// importing Nest internals.
+const SSE_METADATA = '__sse__';
+const ROUTE_ARGS_METADATA = '__routeArguments__';
+const RESPONSE_PASSTHROUGH_METADATA = '__responsePassthrough__';
+const VERSION_METADATA = '__version__';
+/** `RouteParamtypes.RESPONSE` and `RouteParamtypes.NEXT`: the handler answers by itself. */
+const RESPONSE_PARAM_TYPES: ReadonlySet<string> = new Set(['1', '2']);
+
+/** What the interceptor needs to know about a route handler, read once from its metadata. */
+export interface RouteHandler {
+  /** Names the handler in cache keys: `ItemsController.list`, then `;v=<versions>` when versioned. */
+  readonly id: string;
+  /** Why the handler's responses cannot be replayed (SSE, `@Res()`, a declared stream), or `undefined`. */
+  readonly unreplayable: string | undefined;
+  /** The handler takes `@Res({ passthrough: true })`: it may set the status and headers itself. */
+  readonly writesResponse: boolean;
+}
+
+export function describeRouteHandler(controller: new (...args: never[]) => unknown, handler: object): RouteHandler {
+  const name = (handler as { name?: string }).name ?? '';
+  const version = versionOf(readMetadata(VERSION_METADATA, handler) ?? readMetadata(VERSION_METADATA, controller));
+  const takesResponse = takesResponseObject(controller, name);
+  const passthrough = readMetadata(RESPONSE_PASSTHROUGH_METADATA, controller, name) === true;
+  return {
+    id: `${controller.name}.${name}${version === undefined ? '' : `;v=${version}`}`,
+    unreplayable:
+      readMetadata(SSE_METADATA, handler) === true
+        ? 'a server-sent events route'
+        : takesResponse && !passthrough
+          ? 'a handler that writes the response itself (@Res() or @Next())'
+          : declaresStream(controller, name)
+            ? 'a handler declared to return a StreamableFile'
+            : undefined,
+    writesResponse: takesResponse && passthrough,
+  };
+}
+
+/**
+ * Whether a value the handler returned is a stream Nest sends as it is produced: a `StreamableFile`,
+ * a Node.js or web stream, an async iterable (not a thenable) or a web `Response`.
+ */
+export function isStreamBody(body: unknown): boolean {
+  if (body instanceof StreamableFile) return true;
+  if (typeof body !== 'object' || body === null) return false;
+  const candidate = body as { [Symbol.asyncIterator]?: unknown; then?: unknown; pipe?: unknown; getReader?: unknown };
+  if (typeof candidate.then === 'function') return false;
+  return (
+    typeof candidate[Symbol.asyncIterator] === 'function' ||
+    typeof candidate.pipe === 'function' ||
+    typeof candidate.getReader === 'function' ||
+    Object.prototype.toString.call(body) === '[object Response]'
+  );
+}
+
+/** The handler takes the response (`@Res()`) or `next` (`@Next()`) as a parameter. */
+function takesResponseObject(controller: object, name: string): boolean {
+  const args = readMetadata(ROUTE_ARGS_METADATA, controller, name);
+  return (
+    typeof args === 'object' &&
+    args !== null &&
+    Object.keys(args).some((slot) => RESPONSE_PARAM_TYPES.has(slot.split(':')[0]!))
+  );
+}
+
+function declaresStream(controller: object, name: string): boolean {
+  const prototype = (controller as { prototype?: object }).prototype;
+  return prototype !== undefined && isClassOrSubclass(designReturnType(prototype, name), StreamableFile);
+}
+
+/** `1`, `1,2` (sorted), `neutral`, or `undefined` for an unversioned handler. */
+function versionOf(version: unknown): string | undefined {
+  if (version === undefined || version === null) return undefined;
+  const versions = Array.isArray(version) ? version : [version];
+  return versions
+    .map((item: unknown) => (typeof item === 'symbol' ? (item.description ?? 'neutral') : String(item)))
+    .sort()
+    .join(',');
+}

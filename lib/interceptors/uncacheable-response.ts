@@ -1,0 +1,26 @@
+/**
+ * Thrown out of the interceptor's loader when the handler produced a response that must not be
+ * stored (a stream, a status outside the cacheable set, a `Cache-Control` or a `Set-Cookie` that
+ * forbids it). The interceptor sends `body` to the request whose handler produced it; requests that
+ * joined that run execute their own handler. `getStatus()` tells logs and metrics that a status
+ * below 500 is an answer, not a loader failure.
+ */
+export class UncacheableResponse extends Error {
+  constructor(
+    readonly body: unknown,
+    readonly status: number,
+    readonly reason: string,
+  ) {
+    super(`Response not stored: ${reason}`);
+    this.name = 'UncacheableResponse';
+  }
+
+  getStatus(): number {
+    return this.status;
+  }
+
+  /** A server error: other requests may be served a stale entry instead (fail-safe). */
+  get failure(): boolean {
+    return this.status >= 500;
+  }
+}

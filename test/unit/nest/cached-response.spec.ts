@@ -1,0 +1,30 @@
+import { describe, expect, it } from '@jest/globals';
+import { forbidsStoring, isCachedResponse } from '../../../lib/interceptors/cached-response.js';
+
+describe('what the interceptor may store', () => {
+  it.each([
+    ['no-store', false, true],
+    ['private, no-store', true, true],
+    ['No-Cache', false, true],
+    ['no-cache="Set-Cookie"', false, true],
+    ['private', false, true],
+    ['private, max-age=60', true, false],
+    ['public, max-age=60', false, false],
+    ['max-age=0, must-revalidate', false, false],
+  ])('reads Cache-Control: %s (scoped route: %s) as forbidding storage: %s', (header, scoped, forbidden) => {
+    expect(forbidsStoring(header, scoped)).toBe(forbidden);
+  });
+
+  it('allows storing a response without Cache-Control', () => {
+    expect(forbidsStoring(undefined, false)).toBe(false);
+  });
+
+  it('tells a stored response from a bare body', () => {
+    expect(isCachedResponse({ status: 200, body: { a: 1 } })).toBe(true);
+    expect(isCachedResponse({ status: 404, body: 'x', headers: { 'content-type': 'text/plain' } })).toBe(true);
+    expect(isCachedResponse({ status: 200, body: 1, extra: true })).toBe(false);
+    expect(isCachedResponse({ body: 1 })).toBe(false);
+    expect(isCachedResponse([200])).toBe(false);
+    expect(isCachedResponse(null)).toBe(false);
+  });
+});
