@@ -1,3 +1,4 @@
+import { isLoaderFailure } from '../errors/loader-failure.js';
 import type { HerdEvent, ReadPath } from './events.js';
 
 /** Counters since the engine started. */
@@ -7,6 +8,7 @@ export interface StatsSnapshot {
   readonly coalesced: number;
   readonly loads: {
     readonly ok: number;
+    /** Loads that failed (threw, except client errors with a status below 500, or timed out). */
     readonly failed: number;
     readonly background: number;
     /** Loads whose value was not stored because the key was invalidated while they ran. */
@@ -61,7 +63,8 @@ export class EngineStats {
         if (event.background) this.#loadsBackground += 1;
         break;
       case 'load-failed':
-        this.#loadsFailed += 1;
+        // A client error (4xx) is the loader's answer, not a failure of the backend.
+        if (isLoaderFailure(event.error)) this.#loadsFailed += 1;
         break;
       case 'load-fenced':
         this.#loadsFenced += 1;
