@@ -53,6 +53,7 @@ export type {
   HerdGuardHealthDetails,
   HerdGuardHealthOptions,
   HerdGuardHealthResult,
+  HerdGuardHealthStatus,
 } from './health/herd-guard.health.js';
 
 // Errors
