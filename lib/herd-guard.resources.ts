@@ -7,6 +7,7 @@ import { validateModuleOptions } from './herd-guard-options.validator.js';
 import type { HerdGuardModuleOptions } from './interfaces/herd-guard-module-options.interface.js';
 import type { HerdStore } from './stores/herd-store.interface.js';
 import { MemoryStore } from './stores/memory/memory.store.js';
+import type { RedisStoreOptions } from './stores/redis/redis-store.options.js';
 
 /** What one module instance runs on. Written once at module start, closed once on shutdown. */
 export interface HerdGuardResources {
@@ -64,8 +65,10 @@ export async function closeResources(resources: HerdGuardResources): Promise<voi
 async function openStore(options: HerdGuardModuleOptions): Promise<HerdStore> {
   if (options.redis === undefined) return new MemoryStore(options.memory);
   // Loaded only when Redis is configured, so this module does not tie an app to ioredis.
-  const { RedisStore } = await import('./stores/redis/redis.store.js');
-  const redis = typeof options.redis === 'string' ? { url: options.redis } : options.redis;
+  const { RedisStore } = await import('./redis.js');
+  // The option's ioredis fields are typed `object` (see HerdGuardRedisOptions); ioredis checks them.
+  const redis: RedisStoreOptions =
+    typeof options.redis === 'string' ? { url: options.redis } : (options.redis as RedisStoreOptions);
   const store = new RedisStore(options.namespace === undefined ? redis : { namespace: options.namespace, ...redis });
   // Let the first requests find a connection; Redis being down is not fatal (the store starts degraded).
   await store.ready();
