@@ -4,6 +4,8 @@ const config: Config = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.spec.ts'],
+  // The consumer apps run in their own installs (npm run test:package).
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/consumers/'],
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: {
