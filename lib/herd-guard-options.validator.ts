@@ -16,10 +16,11 @@ const MODULE_FIELDS: ReadonlySet<string> = new Set([
 const MEMORY_FIELDS: ReadonlySet<string> = new Set(['maxEntries', 'now']);
 const STORE_METHODS = [
   'get',
+  'fill',
   'set',
-  'delete',
-  'markStale',
-  'keysForTag',
+  'invalidate',
+  'addToIndex',
+  'indexMembers',
   'acquireLease',
   'extendLease',
   'releaseLease',

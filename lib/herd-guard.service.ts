@@ -76,16 +76,19 @@ export class HerdGuardService {
   }
 
   /**
-   * Stores `value` as freshly loaded (write-through after an update). `null`/`undefined` store "not
-   * found". `false` when the store kept a newer value.
+   * Stores `value` as the key's current value (write-through after an update): it wins over every
+   * earlier write and every load already running, and values derived from the key go stale.
+   * `null`/`undefined` store "not found".
    */
-  set<T>(key: string, value: T, options?: WriteOptions): Promise<boolean> {
+  set<T>(key: string, value: T, options?: WriteOptions): Promise<void> {
     return this.engine.set(key, value, options);
   }
 
   /**
    * Marks `key` stale: the next read gets the old value at once and one background refresh runs
-   * (no herd, unlike {@link delete}). Returns false when the key was not cached.
+   * (no herd, unlike {@link delete}). Loads of the key already running (on any pod) are fenced, and
+   * values derived from the key (a route over a `@Cached` method) go stale too. Resolves whether the
+   * key held a value; either way, nothing loaded before the call is served as fresh after it.
    */
   expire(key: string): Promise<boolean> {
     return this.engine.expire(key);

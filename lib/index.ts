@@ -24,14 +24,18 @@ export type { HotKey } from './core/hot-keys.js';
 // Stores
 export { CORRUPT_ENTRY } from './stores/herd-store.interface.js';
 export type {
+  AcquireOptions,
   BreakerState,
   FillWatch,
   HerdStore,
+  InvalidationMode,
+  InvalidationResult,
+  KeyIndex,
   Lease,
   LeaseAttempt,
-  SetOptions,
   StoreHealth,
   StoreRead,
+  StoreSnapshot,
   StoreStatus,
 } from './stores/herd-store.interface.js';
 export { FillSignals } from './stores/fill-signals.js';

@@ -5,6 +5,8 @@ interface BackoffState {
   readonly failures: number;
   /** Epoch ms before which no new refresh attempt is made. */
   readonly retryAt: number;
+  /** The key's version when the last attempt failed: a newer version (an invalidation) ends the backoff. */
+  readonly version: number;
 }
 
 export interface BackoffDelays {
@@ -31,18 +33,23 @@ export class Backoff {
     return this.#states.size;
   }
 
-  /** True while `key` must not be refreshed again. */
-  isBackingOff(key: string, now: number): boolean {
+  /** True while `key`, seen at `version`, must not be refreshed again. */
+  isBackingOff(key: string, now: number, version: number): boolean {
     const state = this.#states.get(key);
-    return state !== undefined && now < state.retryAt;
+    return state !== undefined && now < state.retryAt && version <= state.version;
   }
 
-  /** Records a failure; returns the delay (ms) before the next attempt and the failure count. */
-  recordFailure(key: string, now: number, delays: BackoffDelays): { delayMs: number; failures: number } {
+  /** Records a failure at `version`; returns the delay (ms) before the next attempt and the failure count. */
+  recordFailure(
+    key: string,
+    now: number,
+    version: number,
+    delays: BackoffDelays,
+  ): { delayMs: number; failures: number } {
     const failures = (this.#states.get(key)?.failures ?? 0) + 1;
     const ceiling = Math.min(delays.maxMs, delays.initialMs * 2 ** Math.min(failures - 1, 30));
     const delayMs = Math.round(ceiling / 2 + (ceiling / 2) * this.random());
-    this.#states.set(key, { failures, retryAt: now + delayMs });
+    this.#states.set(key, { failures, retryAt: now + delayMs, version });
     return { delayMs, failures };
   }
 

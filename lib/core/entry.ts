@@ -1,14 +1,23 @@
 /** Format version written into every envelope; envelopes of another version are treated as absent. */
-export const ENTRY_FORMAT_VERSION = 1;
+export const ENTRY_FORMAT_VERSION = 2;
 
 /**
- * A cached value wrapped with its timing. Before `softExpireAt` it is fresh; from `softExpireAt`
- * until `hardExpireAt` it is stale but servable; from `hardExpireAt` on it is never served.
- * A `value` of `null` or `undefined` is a cached "not found" (negative entry).
+ * A cached value wrapped with its timing and version. Before `softExpireAt` it is fresh (unless
+ * invalidated); from `softExpireAt` until `hardExpireAt` it is stale but servable; from
+ * `hardExpireAt` on it is never served. A `value` of `null` or `undefined` is a cached "not found"
+ * (negative entry).
  */
 export interface Entry<T = unknown> {
   readonly value: T;
-  /** Epoch ms when the value was loaded. */
+  /**
+   * The key's version this value belongs to, assigned by the store (never by a clock): the fence of
+   * the lease its load held, or the version of the `set()`/`expire()` that wrote it. Entries and
+   * invalidations of a key are ordered by it.
+   */
+  readonly version: number;
+  /** Marked stale by an invalidation (`expire()`, a tag, or an input it was derived from): never fresh again. */
+  readonly invalidated?: boolean;
+  /** Epoch ms (the loading pod's clock) when the value was loaded. Only for `Age` and TTLs, never for ordering. */
   readonly createdAt: number;
   readonly softExpireAt: number;
   readonly hardExpireAt: number;
@@ -23,7 +32,7 @@ export function isNegative(entry: Entry): boolean {
 }
 
 export function isFresh(entry: Entry, now: number): boolean {
-  return now < entry.softExpireAt;
+  return entry.invalidated !== true && now < entry.softExpireAt;
 }
 
 /** Fresh or stale: may be returned to a caller. */
@@ -31,40 +40,49 @@ export function isServable(entry: Entry, now: number): boolean {
   return now < entry.hardExpireAt;
 }
 
-/**
- * Returns a copy whose soft expiry is `now` (or earlier), so the next read is stale and revalidates.
- * Its `createdAt` moves up to `now`: a load that started before the invalidation is older than it
- * and may not overwrite it (it would store pre-invalidation data as fresh).
- */
-export function markedStale<T>(entry: Entry<T>, now: number): Entry<T> {
-  return { ...entry, createdAt: Math.max(entry.createdAt, now), softExpireAt: Math.min(entry.softExpireAt, now) };
+/** A copy marked stale by the invalidation that gave the key `version`. */
+export function markedStale<T>(entry: Entry<T>, version: number): Entry<T> {
+  return { ...entry, version, invalidated: true };
 }
 
-/** The wire form of an envelope: short field names, since it is stored once per key. */
+/** A copy carrying `version` (the store assigns it to a written value). */
+export function withVersion<T>(entry: Entry<T>, version: number): Entry<T> {
+  return entry.version === version ? entry : { ...entry, version };
+}
+
+/**
+ * The wire form of an envelope: short field names, since it is stored once per key. The header
+ * `{"v":2,"n":<version>,"i":<0|1>,` always comes first and in this order, so the Redis scripts can
+ * rewrite the version and the invalidated flag without parsing the value.
+ */
 interface WireEntry {
   v: number;
+  n: number;
+  i: 0 | 1;
   c: number;
   s: number;
   h: number;
   d: number;
+  t?: string[];
   /** 1 when the value was `undefined` (JSON has no undefined). */
   u?: 1;
   x?: unknown;
-  t?: string[];
 }
 
 /** Serialises an envelope to JSON. Throws what JSON.stringify throws (BigInt, cycles). */
 export function encodeEntry(entry: Entry): string {
   const wire: WireEntry = {
     v: ENTRY_FORMAT_VERSION,
+    n: entry.version,
+    i: entry.invalidated === true ? 1 : 0,
     c: entry.createdAt,
     s: entry.softExpireAt,
     h: entry.hardExpireAt,
     d: entry.loadMs,
   };
+  if (entry.tags !== undefined && entry.tags.length > 0) wire.t = [...entry.tags];
   if (entry.value === undefined) wire.u = 1;
   else wire.x = entry.value;
-  if (entry.tags !== undefined && entry.tags.length > 0) wire.t = [...entry.tags];
   return JSON.stringify(wire);
 }
 
@@ -87,11 +105,13 @@ export function decodeEntry(raw: unknown): Entry | undefined {
 function fromWire(wire: WireEntry): Entry {
   const entry: { -readonly [K in keyof Entry]: Entry[K] } = {
     value: wire.u === 1 ? undefined : wire.x,
+    version: wire.n,
     createdAt: wire.c,
     softExpireAt: wire.s,
     hardExpireAt: wire.h,
     loadMs: wire.d,
   };
+  if (wire.i === 1) entry.invalidated = true;
   if (wire.t !== undefined) entry.tags = wire.t;
   return entry;
 }
@@ -100,8 +120,9 @@ function isWireEntry(candidate: unknown): candidate is WireEntry {
   if (typeof candidate !== 'object' || candidate === null || Array.isArray(candidate)) return false;
   const wire = candidate as Record<string, unknown>;
   if (wire['v'] !== ENTRY_FORMAT_VERSION) return false;
-  const { c, s, h, d } = wire;
-  if (!isTime(c) || !isTime(s) || !isTime(h) || !isTime(d)) return false;
+  const { n, c, s, h, d } = wire;
+  if (!isTime(n) || !Number.isInteger(n) || !isTime(c) || !isTime(s) || !isTime(h) || !isTime(d)) return false;
+  if (wire['i'] !== 0 && wire['i'] !== 1) return false;
   if (s > h) return false;
   if (wire['u'] !== undefined && wire['u'] !== 1) return false;
   if (wire['u'] === undefined && !('x' in wire)) return false;

@@ -33,6 +33,11 @@ export type HerdEvent =
       readonly background: boolean;
       readonly negative: boolean;
     }
+  /**
+   * A load finished but its value was not stored: the key was invalidated (or its lease taken over)
+   * while it ran. Its callers got the value; later readers get a newer load.
+   */
+  | { readonly type: 'load-fenced'; readonly key: string; readonly background: boolean }
   | {
       readonly type: 'load-failed';
       readonly key: string;

@@ -235,3 +235,16 @@ export function shouldRefreshEarly(
   if (policy.earlyRefreshBeta === 0 || loadMs <= 0) return false;
   return now - loadMs * policy.earlyRefreshBeta * Math.log(random()) >= softExpireAt;
 }
+
+/** Assumed longest load when `loaderHardTimeout` is off, for how long indexes keep a key. */
+const UNBOUNDED_LOAD_MS = 86_400_000;
+
+/**
+ * The longest a value loaded under `policy` may live, counted from the start of its load: the
+ * load itself (up to `loaderHardTimeout`) plus the hard TTL with its largest jitter. Tag and input
+ * indexes keep a key this long.
+ */
+export function maxLifetimeMs(policy: ResolvedPolicy): number {
+  const jitterMs = policy.jitter.kind === 'fraction' ? policy.hardMs * policy.jitter.fraction : policy.jitter.ms;
+  return (policy.loaderHardTimeoutMs ?? UNBOUNDED_LOAD_MS) + policy.hardMs + jitterMs;
+}

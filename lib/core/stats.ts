@@ -5,7 +5,13 @@ export interface StatsSnapshot {
   readonly reads: { readonly fresh: number; readonly stale: number; readonly miss: number; readonly negative: number };
   /** Callers that joined a load already running in this process. */
   readonly coalesced: number;
-  readonly loads: { readonly ok: number; readonly failed: number; readonly background: number };
+  readonly loads: {
+    readonly ok: number;
+    readonly failed: number;
+    readonly background: number;
+    /** Loads whose value was not stored because the key was invalidated while they ran. */
+    readonly fenced: number;
+  };
   readonly staleOnError: number;
   readonly leases: { readonly acquired: number; readonly contended: number; readonly lost: number };
   readonly waits: { readonly started: number; readonly timedOut: number };
@@ -26,6 +32,7 @@ export class EngineStats {
   #loadsOk = 0;
   #loadsFailed = 0;
   #loadsBackground = 0;
+  #loadsFenced = 0;
   #staleOnError = 0;
   #leasesAcquired = 0;
   #leasesContended = 0;
@@ -55,6 +62,9 @@ export class EngineStats {
         break;
       case 'load-failed':
         this.#loadsFailed += 1;
+        break;
+      case 'load-fenced':
+        this.#loadsFenced += 1;
         break;
       case 'stale-on-error':
         this.#staleOnError += 1;
@@ -92,7 +102,12 @@ export class EngineStats {
     return {
       reads: { fresh: this.#fresh, stale: this.#stale, miss: this.#miss, negative: this.#negative },
       coalesced: this.#coalesced,
-      loads: { ok: this.#loadsOk, failed: this.#loadsFailed, background: this.#loadsBackground },
+      loads: {
+        ok: this.#loadsOk,
+        failed: this.#loadsFailed,
+        background: this.#loadsBackground,
+        fenced: this.#loadsFenced,
+      },
       staleOnError: this.#staleOnError,
       leases: { acquired: this.#leasesAcquired, contended: this.#leasesContended, lost: this.#leasesLost },
       waits: { started: this.#waits, timedOut: this.#waitTimeouts },

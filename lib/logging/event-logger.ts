@@ -47,6 +47,9 @@ export class EventLogger {
           negative: event.negative,
         });
         break;
+      case 'load-fenced':
+        this.logger.debug?.({ event: 'load fenced by an invalidation, not stored', key: shortKey(event.key) });
+        break;
       case 'load-failed':
         this.logger.warn({
           event: 'loader failed',

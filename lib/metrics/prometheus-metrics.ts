@@ -100,6 +100,11 @@ export class PrometheusMetrics {
       'result',
       'trigger',
     ]);
+    const fenced = counter(
+      'loads_fenced_total',
+      'Loads whose value was not stored because the key was invalidated (or its lease taken over) while they ran.',
+      ['trigger'],
+    );
     const loaderErrors = counter('loader_errors_total', 'Loader runs that threw, were rejected or timed out.', [
       'trigger',
     ]);
@@ -169,6 +174,9 @@ export class PrometheusMetrics {
         case 'load-ok':
           loads.inc({ cache, result: 'ok', trigger: event.background ? 'refresh' : 'miss' });
           loaderSeconds.observe({ cache, result: 'ok' }, event.durationMs / 1_000);
+          break;
+        case 'load-fenced':
+          fenced.inc({ cache, trigger: event.background ? 'refresh' : 'miss' });
           break;
         case 'load-failed':
           loads.inc({ cache, result: 'error', trigger: event.background ? 'refresh' : 'miss' });

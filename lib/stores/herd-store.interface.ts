@@ -1,17 +1,30 @@
 import type { Entry } from '../core/entry.js';
 
-/** Returned by {@link HerdStore.get} for an entry that exists but cannot be decoded. Counted as a miss. */
+/** Returned as a snapshot's entry when the key holds something that cannot be decoded. Counted as a miss. */
 export const CORRUPT_ENTRY: unique symbol = Symbol('herd-guard.corrupt-entry');
 
-/** What a store read found: an envelope, nothing, or something unreadable. */
+/** What a key holds: an envelope, nothing, or something unreadable. */
 export type StoreRead = Entry | undefined | typeof CORRUPT_ENTRY;
 
-/** The right to fill one key, held by one caller in the whole cluster until released or expired. */
+/**
+ * One read of a key: what it holds and its version. The version only ever grows and only the store
+ * advances it: on every lease grant, `set()` and invalidation (also of an absent key). A caller
+ * that saw version `n` knows that every load started before `n` was granted is outdated.
+ */
+export interface StoreSnapshot {
+  readonly entry: StoreRead;
+  readonly version: number;
+}
+
+/** The right to fill one key, held by one caller in the whole cluster until released, expired or revoked. */
 export interface Lease {
   readonly key: string;
   /** Random per grant; only its holder can extend or release the lease. */
   readonly token: string;
-  /** Increases with every lease granted on the key, for loaders whose side effects must reject a stale owner. */
+  /**
+   * The key's version when the lease was granted. It is the fence of the load: its value is stored
+   * only while the key is still at this version (no invalidation, no other grant since).
+   */
   readonly fence: number;
 }
 
@@ -19,15 +32,36 @@ export interface Lease {
 export interface LeaseAttempt {
   /** The lease, or `undefined` when another caller holds it. */
   readonly lease: Lease | undefined;
-  readonly current: StoreRead;
+  /** The key after the attempt: its version is the granted lease's fence when granted. */
+  readonly current: StoreSnapshot;
+}
+
+export interface AcquireOptions {
+  /**
+   * Take the lease even though another caller holds it, provided the key is still at this version
+   * (compare-and-set: of many callers taking over from the same holder, one wins). The holder's load
+   * is then fenced: its value is never stored.
+   */
+  readonly takeoverFrom?: number;
+}
+
+/** How an invalidation leaves the key's value: marked stale (served stale, refreshed once) or removed. */
+export type InvalidationMode = 'stale' | 'delete';
+
+export interface InvalidationResult {
+  /** Whether the key held a value (marked stale or removed). */
+  readonly existed: boolean;
+  /** The key's new version. */
+  readonly version: number;
 }
 
 /**
- * Wakes a waiting follower when the key is written or its lease is released. Created before the
- * lease attempt, so a fill that lands between the attempt and the wait is not missed.
+ * Wakes a waiting follower when the key is written, invalidated or its lease is released. Created
+ * before the lease attempt, so a fill that lands between the attempt and the wait is not missed.
+ * A notification is a hint: a follower also re-checks the store on its own.
  */
 export interface FillWatch {
-  /** Resolves `true` on the next fill/release notification for the key, `false` after `timeoutMs`. */
+  /** Resolves `true` on the next notification for the key, `false` after `timeoutMs`. */
   next(timeoutMs: number): Promise<boolean>;
   /** Stops watching; frees the timer and the registration. Idempotent. */
   close(): void;
@@ -43,33 +77,42 @@ export interface StoreHealth {
   readonly reason?: string;
 }
 
-export interface SetOptions {
-  /**
-   * Write, release this lease and wake followers as one atomic step. The write is refused when the
-   * key already holds an envelope created after this one.
-   */
-  readonly lease?: Lease;
-}
+/** A set of keys kept by the store: the keys stored with a tag, or the keys derived from an input key. */
+export type KeyIndex = { readonly tag: string } | { readonly inputOf: string };
 
 /**
- * Where envelopes and leases live. herd-guard ships a bounded in-memory store (one process) and a
- * Redis store (a cluster of processes); both pass the same contract tests.
+ * Where envelopes, versions and leases live. herd-guard ships a bounded in-memory store (one
+ * process) and a Redis store (a cluster of processes); both pass the same contract tests. The
+ * order of a key's writes, the lease ownership check and the fence are decided here, atomically;
+ * the engine only reads the verdicts.
  */
 export interface HerdStore {
   /** Short name for logs and metrics (`memory`, `redis`). */
   readonly name: string;
-  /** One read; may answer synchronously. Never rejects for a corrupt entry (returns {@link CORRUPT_ENTRY}). */
-  get(key: string): StoreRead | Promise<StoreRead>;
-  /** Writes the envelope until its `hardExpireAt`. Returns false when refused because a newer envelope exists. */
-  set(key: string, entry: Entry, options?: SetOptions): Promise<boolean>;
-  delete(key: string): Promise<void>;
-  /** Makes the key stale (soft expiry = `now`) without removing it, so the next read revalidates. */
-  markStale(key: string, now: number): Promise<boolean>;
-  /** Keys written with `tag` that may still exist. */
-  keysForTag(tag: string): Promise<string[]>;
+  /** One read; may answer synchronously. Never rejects for a corrupt entry (its entry is {@link CORRUPT_ENTRY}). */
+  get(key: string): StoreSnapshot | Promise<StoreSnapshot>;
+  /**
+   * Stores the value loaded under `lease` (its `version` must be `lease.fence`) if the key is still
+   * at that version, releases the lease if still held, and wakes followers, as one step. Resolves
+   * `false` when the load was fenced (an invalidation or another grant came first): nothing is written.
+   * Without a lease (the store could not be reached when the load began) nothing shared is written
+   * (`false`); a store may keep the value for this process alone.
+   */
+  fill(key: string, entry: Entry, lease: Lease | undefined): Promise<boolean>;
+  /**
+   * Writes `entry` as the key's new value whatever the key held (a write-through): advances the
+   * version, revokes any lease (fencing running loads) and wakes followers. Resolves the new version.
+   */
+  set(key: string, entry: Entry): Promise<number>;
+  /** Advances the version, revokes any lease, marks the value stale or removes it, and notifies. */
+  invalidate(key: string, mode: InvalidationMode): Promise<InvalidationResult>;
+  /** Records `key` in `index` until `untilMs` (epoch ms). */
+  addToIndex(index: KeyIndex, key: string, untilMs: number): Promise<void>;
+  /** The keys recorded in `index` that may still exist. */
+  indexMembers(index: KeyIndex): Promise<string[]>;
   /** Tries to take the fill lease for `key` for `ttlMs`. */
-  acquireLease(key: string, ttlMs: number): Promise<LeaseAttempt>;
-  /** Extends a lease this caller holds; false when it was lost (expired, taken by another). */
+  acquireLease(key: string, ttlMs: number, options?: AcquireOptions): Promise<LeaseAttempt>;
+  /** Extends a lease this caller holds; false when it was lost (expired, revoked, taken by another). */
   extendLease(lease: Lease, ttlMs: number): Promise<boolean>;
   /** Releases a lease if this caller still holds it, and wakes followers. */
   releaseLease(lease: Lease): Promise<void>;

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import type { Entry, HerdStore, StoreRead } from '../../lib/index.js';
+import type { Entry, HerdStore, StoreSnapshot } from '../../lib/index.js';
 import { sleep } from '../helpers/deferred.js';
 
 export interface StoreFixture {
@@ -11,7 +11,15 @@ export interface StoreFixture {
 
 function entry<T>(value: T, overrides: Partial<Entry<T>> = {}): Entry<T> {
   const now = Date.now();
-  return { value, createdAt: now, softExpireAt: now + 60_000, hardExpireAt: now + 600_000, loadMs: 3, ...overrides };
+  return {
+    value,
+    version: 0,
+    createdAt: now,
+    softExpireAt: now + 60_000,
+    hardExpireAt: now + 600_000,
+    loadMs: 3,
+    ...overrides,
+  };
 }
 
 /** The behaviour every HerdStore must have; run against each implementation. */
@@ -19,11 +27,14 @@ export function describeStoreContract(name: string, create: () => Promise<StoreF
   describe(`${name} store contract`, () => {
     let fixture: StoreFixture;
     let store: HerdStore;
-    const read = async (key: string): Promise<StoreRead> => store.get(key);
+    /** The other process when the store is shared, else the same store. */
+    let other: HerdStore;
+    const read = async (key: string, from: HerdStore = store): Promise<StoreSnapshot> => from.get(key);
 
     beforeEach(async () => {
       fixture = await create();
       store = fixture.store;
+      other = fixture.peer ?? store;
     });
 
     afterEach(async () => {
@@ -31,67 +42,157 @@ export function describeStoreContract(name: string, create: () => Promise<StoreF
     });
 
     it('reads nothing for an absent key', async () => {
-      await expect(read('absent')).resolves.toBeUndefined();
+      await expect(read('absent')).resolves.toMatchObject({ entry: undefined });
     });
 
     it('round-trips envelopes of every JSON value, including falsy ones and "not found"', async () => {
       const values: unknown[] = [{ id: 1, tags: ['a'] }, [1, 2], 'text', 0, false, '', null, undefined];
       for (const [i, value] of values.entries()) {
         const written = entry(value, { tags: ['t'] });
-        await expect(store.set(`k${i}`, written)).resolves.toBe(true);
-        const found = (await read(`k${i}`)) as Entry;
-        expect(found).toEqual(written);
-        expect('value' in found).toBe(true);
+        const version = await store.set(`k${i}`, written);
+        const { entry: found } = await read(`k${i}`, other);
+        expect(found).toEqual({ ...written, version });
+        expect('value' in (found as Entry)).toBe(true);
       }
     });
 
-    it('refuses to overwrite an envelope with an older one', async () => {
-      const newer = entry('newer', { createdAt: Date.now() });
-      const older = entry('older', { createdAt: newer.createdAt - 1_000 });
-      await store.set('k', newer);
-      await expect(store.set('k', older)).resolves.toBe(false);
-      await expect(read('k')).resolves.toMatchObject({ value: 'newer' });
+    it('orders writes by their arrival at the store, never by their timestamps', async () => {
+      const first = await store.set('k', entry('from a pod whose clock is ahead', { createdAt: Date.now() + 5_000 }));
+      const second = await other.set('k', entry('from a pod whose clock is behind', { createdAt: Date.now() - 5_000 }));
+      expect(second).toBeGreaterThan(first);
+      await expect(read('k')).resolves.toMatchObject({
+        entry: { value: 'from a pod whose clock is behind', version: second },
+        version: second,
+      });
     });
 
-    it('deletes a key', async () => {
-      await store.set('k', entry('v'));
-      await store.delete('k');
-      await expect(read('k')).resolves.toBeUndefined();
+    it('advances the version on every lease grant and invalidation, also of an absent key', async () => {
+      const versions = [(await read('k')).version];
+      const { lease } = await store.acquireLease('k', 5_000);
+      versions.push(lease!.fence);
+      versions.push((await other.invalidate('k', 'stale')).version);
+      versions.push((await store.invalidate('k', 'delete')).version);
+      versions.push(await other.set('k', entry('v')));
+      versions.push((await read('k', other)).version);
+      for (let i = 1; i < versions.length - 1; i += 1) expect(versions[i]).toBeGreaterThan(versions[i - 1]!);
+      expect(versions.at(-1)).toBe(versions.at(-2));
     });
 
-    it('marks a key stale without removing its value', async () => {
+    it('stores a loaded value while the key is still at its lease fence, and wakes followers', async () => {
+      const watch = other.watchFill('k');
+      try {
+        const { lease } = await store.acquireLease('k', 5_000);
+        const woken = watch.next(5_000);
+        await expect(store.fill('k', entry('filled', { version: lease!.fence }), lease)).resolves.toBe(true);
+        await expect(woken).resolves.toBe(true);
+        await expect(read('k', other)).resolves.toMatchObject({
+          entry: { value: 'filled', version: lease!.fence },
+          version: lease!.fence,
+        });
+        // The fill released the lease.
+        await expect(other.acquireLease('k', 5_000).then((attempt) => attempt.lease)).resolves.toBeDefined();
+      } finally {
+        watch.close();
+      }
+    });
+
+    it.each([
+      ['set()', (s: HerdStore) => s.set('k', entry('written'))],
+      ['an invalidation', (s: HerdStore) => s.invalidate('k', 'stale')],
+      ['a delete', (s: HerdStore) => s.invalidate('k', 'delete')],
+    ])('fences a load when %s comes first: its value is not stored', async (_label, change) => {
+      await store.set('k', entry('before'));
+      const { lease } = await store.acquireLease('k', 5_000);
+      await change(other);
+      await expect(store.fill('k', entry('read before the change', { version: lease!.fence }), lease)).resolves.toBe(
+        false,
+      );
+      const { entry: found } = await read('k');
+      expect((found as Entry | undefined)?.value).not.toBe('read before the change');
+    });
+
+    it('revokes the lease on an invalidation: another caller gets one at once, the old holder cannot extend it', async () => {
+      const { lease } = await store.acquireLease('k', 60_000);
+      await other.invalidate('k', 'stale');
+      await expect(store.extendLease(lease!, 60_000)).resolves.toBe(false);
+      await expect(other.acquireLease('k', 5_000).then((attempt) => attempt.lease)).resolves.toBeDefined();
+    });
+
+    it('marks a value stale under a new version without removing it', async () => {
+      const written = await store.set('k', entry('v'));
+      const { existed, version } = await other.invalidate('k', 'stale');
+      expect(existed).toBe(true);
+      expect(version).toBeGreaterThan(written);
+      await expect(read('k')).resolves.toMatchObject({
+        entry: { value: 'v', version, invalidated: true },
+        version,
+      });
+      await expect(store.invalidate('absent', 'stale')).resolves.toMatchObject({ existed: false });
+      await expect(read('absent')).resolves.toMatchObject({ entry: undefined });
+    });
+
+    it('deletes a value', async () => {
       await store.set('k', entry('v'));
-      const now = Date.now();
-      await expect(store.markStale('k', now)).resolves.toBe(true);
-      const found = (await read('k')) as Entry;
-      expect(found.value).toBe('v');
-      expect(found.softExpireAt).toBeLessThanOrEqual(now);
-      await expect(store.markStale('absent', now)).resolves.toBe(false);
+      await expect(other.invalidate('k', 'delete')).resolves.toMatchObject({ existed: true });
+      await expect(read('k')).resolves.toMatchObject({ entry: undefined });
+      await expect(other.invalidate('k', 'delete')).resolves.toMatchObject({ existed: false });
+    });
+
+    it('reads an absent key at least at the version of its last invalidation', async () => {
+      const { version } = await store.invalidate('k', 'delete');
+      expect((await read('k', other)).version).toBeGreaterThanOrEqual(version);
     });
 
     it('drops an entry at its hard expiry', async () => {
       const now = Date.now();
       await store.set('short', entry('v', { softExpireAt: now + 10, hardExpireAt: now + 40 }));
       await sleep(80);
-      await expect(read('short')).resolves.toBeUndefined();
+      await expect(read('short')).resolves.toMatchObject({ entry: undefined });
     });
 
-    it('lists the keys written with a tag', async () => {
-      await store.set('p:1', entry(1, { tags: ['products'] }));
-      await store.set('p:2', entry(2, { tags: ['products', 'featured'] }));
-      await store.set('u:1', entry(3, { tags: ['users'] }));
-      await expect(store.keysForTag('products').then((keys) => keys.sort())).resolves.toEqual(['p:1', 'p:2']);
-      await expect(store.keysForTag('nothing')).resolves.toEqual([]);
+    it('keeps index members until their deadline: keys by tag and keys derived from an input', async () => {
+      const now = Date.now();
+      await store.addToIndex({ tag: 'products' }, 'p:1', now + 60_000);
+      await other.addToIndex({ tag: 'products' }, 'p:2', now + 60_000);
+      await store.addToIndex({ tag: 'products' }, 'gone', now + 20);
+      await store.addToIndex({ inputOf: 'p:1' }, 'page:home', now + 60_000);
+      await store.addToIndex({ tag: 'users' }, 'u:1', now + 60_000);
+      await sleep(60);
+      await expect(other.indexMembers({ tag: 'products' }).then((keys) => keys.sort())).resolves.toEqual([
+        'p:1',
+        'p:2',
+      ]);
+      await expect(other.indexMembers({ inputOf: 'p:1' })).resolves.toEqual(['page:home']);
+      await expect(store.indexMembers({ inputOf: 'products' })).resolves.toEqual([]);
+      await expect(store.indexMembers({ tag: 'nothing' })).resolves.toEqual([]);
     });
 
     it('grants the lease to one caller at a time and reports what the key holds', async () => {
       await store.set('k', entry('v'));
       const first = await store.acquireLease('k', 5_000);
-      const second = await (fixture.peer ?? store).acquireLease('k', 5_000);
+      const second = await other.acquireLease('k', 5_000);
       expect(first.lease).toBeDefined();
       expect(first.lease!.token).not.toHaveLength(0);
+      expect(first.current.version).toBe(first.lease!.fence);
       expect(second.lease).toBeUndefined();
-      expect(second.current).toMatchObject({ value: 'v' });
+      expect(second.current).toMatchObject({ entry: { value: 'v' }, version: first.lease!.fence });
+    });
+
+    it('lets one caller take over a lease from the version it saw, and fences the previous holder', async () => {
+      const held = await store.acquireLease('k', 60_000);
+      const seen = held.current.version;
+      const [taken, late] = [
+        await other.acquireLease('k', 5_000, { takeoverFrom: seen }),
+        await store.acquireLease('k', 5_000, { takeoverFrom: seen }),
+      ];
+      expect(taken.lease).toBeDefined();
+      expect(taken.lease!.fence).toBeGreaterThan(seen);
+      expect(late.lease).toBeUndefined();
+      await expect(store.fill('k', entry('stuck', { version: held.lease!.fence }), held.lease)).resolves.toBe(false);
+      await expect(other.fill('k', entry('taken over', { version: taken.lease!.fence }), taken.lease)).resolves.toBe(
+        true,
+      );
+      await expect(read('k')).resolves.toMatchObject({ entry: { value: 'taken over' } });
     });
 
     it('lets only the owner release or extend the lease', async () => {
@@ -108,7 +209,7 @@ export function describeStoreContract(name: string, create: () => Promise<StoreF
     it('expires a lease whose owner went away, and the expired owner can no longer extend it', async () => {
       const { lease } = await store.acquireLease('k', 30);
       await sleep(80);
-      const next = await (fixture.peer ?? store).acquireLease('k', 5_000);
+      const next = await other.acquireLease('k', 5_000);
       expect(next.lease).toBeDefined();
       expect(next.lease!.fence).toBeGreaterThan(lease!.fence);
       await expect(store.extendLease(lease!, 5_000)).resolves.toBe(false);
@@ -116,23 +217,8 @@ export function describeStoreContract(name: string, create: () => Promise<StoreF
       await expect(store.acquireLease('k', 5_000)).resolves.toMatchObject({ lease: undefined });
     });
 
-    it('writes, releases the lease and wakes followers in one set', async () => {
-      const watch = (fixture.peer ?? store).watchFill('k');
-      try {
-        const { lease } = await store.acquireLease('k', 5_000);
-        const woken = watch.next(5_000);
-        await expect(store.set('k', entry('filled'), { lease })).resolves.toBe(true);
-        await expect(woken).resolves.toBe(true);
-        await expect(
-          (fixture.peer ?? store).acquireLease('k', 5_000).then((attempt) => attempt.lease),
-        ).resolves.toBeDefined();
-      } finally {
-        watch.close();
-      }
-    });
-
     it('wakes followers when the owner releases without a value', async () => {
-      const watch = (fixture.peer ?? store).watchFill('k');
+      const watch = other.watchFill('k');
       try {
         const { lease } = await store.acquireLease('k', 5_000);
         const woken = watch.next(5_000);
@@ -143,8 +229,19 @@ export function describeStoreContract(name: string, create: () => Promise<StoreF
       }
     });
 
+    it('wakes followers on an invalidation', async () => {
+      const watch = other.watchFill('k');
+      try {
+        const woken = watch.next(5_000);
+        await store.invalidate('k', 'stale');
+        await expect(woken).resolves.toBe(true);
+      } finally {
+        watch.close();
+      }
+    });
+
     it('keeps a notification that arrives before the follower starts waiting', async () => {
-      const watch = (fixture.peer ?? store).watchFill('k');
+      const watch = other.watchFill('k');
       try {
         await store.set('k', entry('early'));
         // The notification may travel through the network: give it a bounded window.

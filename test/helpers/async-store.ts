@@ -1,4 +1,4 @@
-import type { HerdStore, StoreRead } from '../../lib/index.js';
+import type { HerdStore, StoreSnapshot } from '../../lib/index.js';
 
 /** A store whose reads answer asynchronously (as a networked store does), counting them. */
 export function asyncReads(inner: HerdStore): HerdStore & { reads: number } {
@@ -7,7 +7,7 @@ export function asyncReads(inner: HerdStore): HerdStore & { reads: number } {
     get(target, property, receiver) {
       if (property === 'reads') return counter.reads;
       if (property === 'get') {
-        return (key: string): Promise<StoreRead> => {
+        return (key: string): Promise<StoreSnapshot> => {
           counter.reads += 1;
           return Promise.resolve(target.get(key));
         };

@@ -100,9 +100,10 @@ describe('Redis store: one load for the whole cluster', () => {
       expect(results.every((result) => result.value === 'v2')).toBe(true);
     });
     expect(loader.calls).toBe(2);
-    // Per pod: one GET shared by its 250 callers before the load; followers get the envelope with the
-    // fill notification. A polling loop would issue a GET every few milliseconds during the 100 ms load.
-    expect(stats['get'] ?? 0).toBe(PODS);
+    // Per pod: one read (MGET of envelope and version) shared by its 250 callers before the load;
+    // followers get the envelope with the fill notification. A polling loop would issue a read every
+    // few milliseconds during the 100 ms load.
+    expect(stats['mget'] ?? 0).toBe(PODS);
     // No follower had to take the lease after a timed-out wait: one lease for the first load, one for the herd.
     expect(pods.reduce((sum, pod) => sum + pod.engine.stats().leases.acquired, 0)).toBe(2);
     expect(pods.reduce((sum, pod) => sum + pod.engine.stats().waits.started, 0)).toBe(PODS - 1);
@@ -127,25 +128,25 @@ describe('Redis store: one load for the whole cluster', () => {
     });
     // ioredis sends a script with EVAL on its first use on a connection, EVALSHA afterwards.
     const scripts = (counts: Record<string, number>) => ({
-      get: counts['get'],
+      get: counts['mget'],
       scripts: (counts['eval'] ?? 0) + (counts['evalsha'] ?? 0),
       total: Object.values(counts).reduce((a, b) => a + b, 0),
     });
-    // load: GET (miss) + the acquire-lease script + the set-release-notify script.
+    // load: one read (MGET of envelope and version) + the acquire-lease script + the fill script.
     expect(scripts(load)).toEqual({ get: 1, scripts: 2, total: 3 });
     expect(scripts(fresh)).toEqual({ get: 1, scripts: 0, total: 1 });
-    // stale hit: the caller's GET; in the background, acquire + set-release-notify.
+    // stale hit: the caller's read; in the background, acquire + fill.
     expect(scripts(stale)).toEqual({ get: 1, scripts: 2, total: 3 });
   });
 
-  it('lets 64 concurrent readers of one hot key share one GET', async () => {
+  it('lets 64 concurrent readers of one hot key share one read', async () => {
     pods = await startPods({ count: 1, url: server.url, namespace: namespace() });
     const engine = pods[0]!.engine;
     await engine.getOrLoad('shared', async () => 'v');
     const stats = await roundTrips(() =>
       Promise.all(Array.from({ length: 64 }, () => engine.getOrLoad('shared', async () => 'unused'))),
     );
-    expect(stats['get']).toBe(1);
+    expect(stats['mget']).toBe(1);
   });
 });
 
@@ -168,31 +169,23 @@ describe('Redis store: lease and write safety', () => {
     } finally {
       raw.disconnect();
     }
-    // The expired owner's late write does not release the new owner's lease.
+    // The expired owner's late write is fenced and does not release the new owner's lease.
     const now = Date.now();
-    await a.set(
-      'k',
-      { value: 'late', createdAt: now, softExpireAt: now + 1_000, hardExpireAt: now + 2_000, loadMs: 1 },
-      { lease: expired! },
-    );
+    await expect(
+      a.fill(
+        'k',
+        {
+          value: 'late',
+          version: expired!.fence,
+          createdAt: now,
+          softExpireAt: now + 1_000,
+          hardExpireAt: now + 2_000,
+          loadMs: 1,
+        },
+        expired!,
+      ),
+    ).resolves.toBe(false);
     await expect(a.acquireLease('k', 10_000)).resolves.toMatchObject({ lease: undefined });
-  });
-
-  it('never overwrites a newer value with an older one', async () => {
-    pods = await startPods({ count: 2, url: server.url, namespace: namespace() });
-    const [a, b] = pods.map((pod) => pod.store) as [RedisStore, RedisStore];
-    const now = Date.now();
-    const newer: Entry = {
-      value: 'newer',
-      createdAt: now,
-      softExpireAt: now + 60_000,
-      hardExpireAt: now + 120_000,
-      loadMs: 1,
-    };
-    const older: Entry = { ...newer, value: 'older', createdAt: now - 5_000 };
-    await expect(a.set('k', newer)).resolves.toBe(true);
-    await expect(b.set('k', older)).resolves.toBe(false);
-    await expect(b.get('k')).resolves.toMatchObject({ value: 'newer' });
   });
 
   it('treats corrupt or foreign data at a value key as a counted miss, reloads it and does not crash', async () => {
@@ -204,7 +197,10 @@ describe('Redis store: lease and write safety', () => {
       await raw.hset(store.keys.for('a-hash').value, 'field', 'value');
       await raw.set(
         store.keys.for('old-format').value,
-        encodeEntry({ value: 1, createdAt: 1, softExpireAt: 2, hardExpireAt: 3, loadMs: 0 }).replace('"v":1', '"v":0'),
+        encodeEntry({ value: 1, version: 1, createdAt: 1, softExpireAt: 2, hardExpireAt: 3, loadMs: 0 }).replace(
+          '"v":2',
+          '"v":1',
+        ),
       );
       for (const key of ['garbage', 'a-hash', 'old-format']) {
         await expect(engine.read(key, async () => `reloaded ${key}`)).resolves.toMatchObject({
@@ -250,7 +246,7 @@ describe('Redis store: lease and write safety', () => {
       code: 'HERD_GUARD_SERIALIZATION',
       key: 'bigint',
     });
-    await expect(pods[0]!.store.get('bigint')).resolves.toBeUndefined();
+    await expect(pods[0]!.store.get('bigint')).resolves.toMatchObject({ entry: undefined });
     await expect(pods[0]!.store.acquireLease('bigint', 1_000).then((attempt) => attempt.lease)).resolves.toBeDefined();
   });
 
@@ -313,28 +309,34 @@ describe('Redis store: long loads and restarts', () => {
 });
 
 describe('Redis store: invalidation', () => {
-  it('marks a key stale keeping its TTL, and refuses a load that started before', async () => {
+  it('marks a key stale keeping its TTL, and fences a load that started before', async () => {
     pods = await startPods({ count: 1, url: server.url, namespace: namespace() });
     const { store } = pods[0]!;
     const now = Date.now();
     const entry: Entry = {
       value: 'v',
+      version: 0,
       createdAt: now - 1_000,
       softExpireAt: now + 60_000,
       hardExpireAt: now + 120_000,
       loadMs: 1,
     };
     await store.set('k', entry);
+    const { lease } = await store.acquireLease('k', 10_000);
     const raw = server.client();
     try {
-      const ttlBefore = await raw.pttl(store.keys.valueKey('k'));
-      await expect(store.markStale('k', now)).resolves.toBe(true);
-      const ttlAfter = await raw.pttl(store.keys.valueKey('k'));
+      const ttlBefore = await raw.pttl(store.keys.for('k').value);
+      const { existed, version } = await store.invalidate('k', 'stale');
+      expect(existed).toBe(true);
+      const ttlAfter = await raw.pttl(store.keys.for('k').value);
       expect(ttlAfter).toBeGreaterThan(ttlBefore - 1_000);
-      await expect(store.get('k')).resolves.toMatchObject({ value: 'v', createdAt: now, softExpireAt: now });
-      // A load that started before the invalidation is older than it: refused.
-      const early: Entry = { ...entry, value: 'read before', createdAt: now - 5, softExpireAt: now + 60_000 };
-      await expect(store.set('k', early)).resolves.toBe(false);
+      await expect(store.get('k')).resolves.toMatchObject({
+        entry: { value: 'v', version, invalidated: true, softExpireAt: now + 60_000 },
+        version,
+      });
+      // The load that held the lease before the invalidation is fenced.
+      const early: Entry = { ...entry, value: 'read before', version: lease!.fence };
+      await expect(store.fill('k', early, lease!)).resolves.toBe(false);
     } finally {
       raw.disconnect();
     }
@@ -346,6 +348,7 @@ describe('Redis store: invalidation', () => {
     const now = Date.now();
     await a.set('k', {
       value: 'v',
+      version: 0,
       createdAt: now,
       softExpireAt: now + 60_000,
       hardExpireAt: now + 120_000,
@@ -356,9 +359,9 @@ describe('Redis store: invalidation', () => {
     const watch = b.watchFill('k');
     try {
       const woken = watch.next(5_000);
-      await b.delete('k');
+      await b.invalidate('k', 'delete');
       await expect(woken).resolves.toBe(true);
-      await expect(a.get('k')).resolves.toBeUndefined();
+      await expect(a.get('k')).resolves.toMatchObject({ entry: undefined });
       await expect(b.acquireLease('k', 1_000).then((attempt) => attempt.lease)).resolves.toBeDefined();
     } finally {
       watch.close();

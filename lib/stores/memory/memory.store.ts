@@ -1,27 +1,32 @@
 import { randomUUID } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { type Entry, markedStale } from '../../core/entry.js';
+import { type Entry, markedStale, withVersion } from '../../core/entry.js';
 import { ConfigurationError } from '../../errors/configuration.error.js';
 import { FillSignals } from '../fill-signals.js';
 import type {
+  AcquireOptions,
   FillWatch,
   HerdStore,
+  InvalidationMode,
+  InvalidationResult,
+  KeyIndex,
   Lease,
   LeaseAttempt,
-  SetOptions,
   StoreHealth,
-  StoreRead,
+  StoreSnapshot,
 } from '../herd-store.interface.js';
+import { KeyIndexes } from './key-indexes.js';
 
 export interface MemoryStoreOptions {
   /** Most entries kept; the least recently used go first. Default 10,000. */
   readonly maxEntries?: number;
-  /** Clock (epoch ms) for lease expiry. Replace only in tests that move time by hand. */
+  /** Clock (epoch ms) for lease and index expiry. Replace only in tests that move time by hand. */
   readonly now?: () => number;
 }
 
 interface HeldLease {
   readonly token: string;
+  /** The key's version from its grant until another grant or an invalidation. */
   readonly fence: number;
   readonly expiresAt: number;
 }
@@ -32,15 +37,23 @@ const UP: StoreHealth = Object.freeze({ status: 'up', breaker: 'closed' });
  * The embedded default: a bounded LRU of envelopes in this process. Leases and fill notifications
  * are local, so it coordinates callers of one process only; use the Redis store for many.
  * Values are kept by reference, not copied.
+ *
+ * Versions come from one counter for all keys. A key's version is that of its entry or of its lease
+ * (whichever is newer); a key with neither reads `#floor`, the newest version given to a key whose
+ * state was then dropped (an invalidation of an absent key, a removed value, a released lease), so
+ * it never reads older than an invalidation it went through.
  */
 export class MemoryStore implements HerdStore {
   readonly name = 'memory';
   readonly #entries: LRUCache<string, Entry>;
+  /** Written by acquire/extend/release/invalidate; expired leases are swept as the map grows. */
   readonly #leases = new Map<string, HeldLease>();
-  readonly #tags = new Map<string, Set<string>>();
+  readonly #indexes: KeyIndexes;
   readonly #signals = new FillSignals();
-  /** One counter for all keys: it increases with every lease granted, on any key. */
-  #fence = 0;
+  #counter = 0;
+  #floor = 0;
+  /** Lease count after the last sweep: the next sweep runs when it has doubled. */
+  #sweptAt = 64;
   readonly #now: () => number;
 
   constructor(options: MemoryStoreOptions = {}) {
@@ -51,8 +64,12 @@ export class MemoryStore implements HerdStore {
     }
     this.#entries = new LRUCache<string, Entry>({
       max: maxEntries,
-      dispose: (entry, key) => this.#untag(key, entry),
+      // A value that leaves (evicted, expired, removed) takes its version with it: keep the floor above it.
+      dispose: (entry, key, reason) => {
+        if (reason !== 'set' && !this.#leases.has(key)) this.#floor = Math.max(this.#floor, entry.version);
+      },
     });
+    this.#indexes = new KeyIndexes(this.#now);
   }
 
   /** Entries held now (for tests and metrics). */
@@ -60,50 +77,71 @@ export class MemoryStore implements HerdStore {
     return this.#entries.size;
   }
 
+  /** Leases held now, including expired ones not yet swept (bounded: swept as the map grows). */
+  get leases(): number {
+    return this.#leases.size;
+  }
+
   /** Followers currently registered for fill notifications. */
   get watchers(): number {
     return this.#signals.size;
   }
 
-  get(key: string): StoreRead {
-    return this.#entries.get(key);
+  get(key: string): StoreSnapshot {
+    const entry = this.#entries.get(key);
+    const lease = this.#leases.get(key);
+    if (lease === undefined && entry !== undefined) return { entry, version: entry.version };
+    return { entry, version: this.#versionOf(entry, lease) };
   }
 
-  async set(key: string, entry: Entry, options: SetOptions = {}): Promise<boolean> {
-    const existing = this.#entries.get(key);
-    const written = existing === undefined || existing.createdAt <= entry.createdAt;
-    if (written) this.#write(key, entry);
-    if (options.lease !== undefined) this.#release(options.lease);
+  async fill(key: string, entry: Entry, lease: Lease | undefined): Promise<boolean> {
+    if (lease === undefined) return false;
+    const held = this.#leases.get(key);
+    const written = this.#versionOf(this.#entries.get(key), held) === lease.fence;
+    if (written) this.#write(key, withVersion(entry, lease.fence));
+    if (held !== undefined && held.token === lease.token) this.#leases.delete(key);
     this.#signals.notify(key);
     return written;
   }
 
-  /** Removes the entry and any lease on the key (a lease held for backoff would block the reload), and wakes followers. */
-  async delete(key: string): Promise<void> {
-    this.#entries.delete(key);
-    this.#leases.delete(key);
+  async set(key: string, entry: Entry): Promise<number> {
+    const version = this.#advance(key);
+    this.#write(key, withVersion(entry, version));
     this.#signals.notify(key);
+    return version;
   }
 
-  async markStale(key: string, now: number): Promise<boolean> {
+  async invalidate(key: string, mode: InvalidationMode): Promise<InvalidationResult> {
+    const version = this.#advance(key);
     const entry = this.#entries.get(key);
-    if (entry === undefined) return false;
-    this.#write(key, markedStale(entry, now));
+    if (entry !== undefined && mode === 'stale') this.#write(key, markedStale(entry, version));
+    else {
+      this.#entries.delete(key);
+      this.#floor = version;
+    }
     this.#signals.notify(key);
-    return true;
+    return { existed: entry !== undefined, version };
   }
 
-  async keysForTag(tag: string): Promise<string[]> {
-    return [...(this.#tags.get(tag) ?? [])];
+  async addToIndex(index: KeyIndex, key: string, untilMs: number): Promise<void> {
+    this.#indexes.add(index, key, untilMs);
   }
 
-  async acquireLease(key: string, ttlMs: number): Promise<LeaseAttempt> {
+  async indexMembers(index: KeyIndex): Promise<string[]> {
+    return this.#indexes.members(index);
+  }
+
+  async acquireLease(key: string, ttlMs: number, options: AcquireOptions = {}): Promise<LeaseAttempt> {
     const now = this.#now();
+    const entry = this.#entries.get(key);
     const held = this.#leases.get(key);
-    if (held !== undefined && held.expiresAt > now) return { lease: undefined, current: this.get(key) };
-    const lease: Lease = { key, token: randomUUID(), fence: ++this.#fence };
+    const version = this.#versionOf(entry, held);
+    const free = held === undefined || held.expiresAt <= now;
+    if (!free && options.takeoverFrom !== version) return { lease: undefined, current: { entry, version } };
+    const lease: Lease = { key, token: randomUUID(), fence: ++this.#counter };
     this.#leases.set(key, { token: lease.token, fence: lease.fence, expiresAt: now + ttlMs });
-    return { lease, current: this.get(key) };
+    if (this.#leases.size >= this.#sweptAt * 2) this.#sweepLeases(now);
+    return { lease, current: { entry, version: lease.fence } };
   }
 
   async extendLease(lease: Lease, ttlMs: number): Promise<boolean> {
@@ -115,7 +153,10 @@ export class MemoryStore implements HerdStore {
   }
 
   async releaseLease(lease: Lease): Promise<void> {
-    if (this.#release(lease)) this.#signals.notify(lease.key);
+    const held = this.#leases.get(lease.key);
+    if (held === undefined || held.token !== lease.token) return;
+    this.#dropLease(lease.key, held);
+    this.#signals.notify(lease.key);
   }
 
   watchFill(key: string): FillWatch {
@@ -130,35 +171,33 @@ export class MemoryStore implements HerdStore {
     this.#signals.notifyAll();
     this.#entries.clear();
     this.#leases.clear();
+    this.#indexes.clear();
+  }
+
+  /** The key's version: its entry's or its lease's, whichever is newer; the floor when it has neither. */
+  #versionOf(entry: Entry | undefined, lease: HeldLease | undefined): number {
+    if (entry === undefined && lease === undefined) return this.#floor;
+    return Math.max(entry?.version ?? 0, lease?.fence ?? 0);
+  }
+
+  /** A new version for `key`; its lease, if any, is revoked (the holder's load is fenced). */
+  #advance(key: string): number {
+    this.#leases.delete(key);
+    return ++this.#counter;
   }
 
   #write(key: string, entry: Entry): void {
     const ttl = Math.max(1, Math.ceil(entry.hardExpireAt - this.#now()));
     this.#entries.set(key, entry, { ttl });
-    for (const tag of entry.tags ?? []) {
-      let keys = this.#tags.get(tag);
-      if (keys === undefined) {
-        keys = new Set();
-        this.#tags.set(tag, keys);
-      }
-      keys.add(key);
-    }
   }
 
-  #untag(key: string, entry: Entry): void {
-    for (const tag of entry.tags ?? []) {
-      const keys = this.#tags.get(tag);
-      if (keys === undefined) continue;
-      keys.delete(key);
-      if (keys.size === 0) this.#tags.delete(tag);
-    }
+  #dropLease(key: string, held: HeldLease): void {
+    this.#leases.delete(key);
+    if (!this.#entries.has(key)) this.#floor = Math.max(this.#floor, held.fence);
   }
 
-  /** Removes the lease if `lease` still owns it; true when it did. */
-  #release(lease: Lease): boolean {
-    const held = this.#leases.get(lease.key);
-    if (held === undefined || held.token !== lease.token) return false;
-    this.#leases.delete(lease.key);
-    return true;
+  #sweepLeases(now: number): void {
+    for (const [key, held] of this.#leases) if (held.expiresAt <= now) this.#dropLease(key, held);
+    this.#sweptAt = Math.max(64, this.#leases.size);
   }
 }

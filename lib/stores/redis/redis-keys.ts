@@ -11,16 +11,17 @@ export function isValidNamespace(namespace: unknown): namespace is string {
   return typeof namespace === 'string' && NAMESPACE_PATTERN.test(namespace);
 }
 
-/** Where one cache key lives in Redis. Value, lease and fence share a hash slot (`{...}` tag). */
+/** Where one cache key lives in Redis. Value, lease and version share a hash slot (`{...}` tag). */
 export interface RedisKeyLayout {
   readonly value: string;
   readonly lease: string;
-  readonly fence: string;
+  readonly version: string;
 }
 
 /**
- * Maps cache keys to Redis keys: `ns:{key}:v` (envelope), `ns:{key}:l` (lease), `ns:{key}:f`
- * (fencing counter). Any string works: odd or long keys are replaced by a SHA-256 digest.
+ * Maps cache keys to Redis keys: `ns:{key}:v` (envelope), `ns:{key}:l` (lease), `ns:{key}:n`
+ * (version), `ns:d:{key}` (keys derived from it) and `ns:t:{tag}` (keys stored with a tag). Any
+ * string works: odd or long keys are replaced by a SHA-256 digest.
  */
 export class RedisKeys {
   readonly channel: string;
@@ -32,16 +33,16 @@ export class RedisKeys {
   for(key: string): RedisKeyLayout {
     const slot = slotTag(key);
     const base = `${this.namespace}:{${slot}}`;
-    return { value: `${base}:v`, lease: `${base}:l`, fence: `${base}:f` };
-  }
-
-  /** The envelope's key alone (the hot path needs nothing else). */
-  valueKey(key: string): string {
-    return `${this.namespace}:{${slotTag(key)}}:v`;
+    return { value: `${base}:v`, lease: `${base}:l`, version: `${base}:n` };
   }
 
   tag(tag: string): string {
     return `${this.namespace}:t:{${slotTag(tag)}}`;
+  }
+
+  /** The set of keys whose values were derived from `key`. */
+  dependents(key: string): string {
+    return `${this.namespace}:d:{${slotTag(key)}}`;
   }
 }
 

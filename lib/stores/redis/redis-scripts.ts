@@ -1,62 +1,143 @@
 /**
  * Lua scripts, registered once per client with ioredis `defineCommand` (EVALSHA, with the NOSCRIPT
- * fallback after a Redis restart handled by ioredis). Every key goes through KEYS.
+ * fallback after a Redis restart handled by ioredis). Every key goes through KEYS. These scripts
+ * are the one place where a key's order is decided: its version only grows, and only here.
  */
 
-/** KEYS: lease, fence, value. ARGV: token, lease ttl ms. Returns {granted, fence, current envelope}. */
-export const ACQUIRE_LEASE = `
-local granted = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+/** How long a version key outlives its last change (7 days); a lost one restarts above Redis TIME. */
+const VERSION_TTL_MS = 604_800_000;
+
+/**
+ * Advances the version at `key` and returns it as a string: one more than before, and never below
+ * Redis's own clock in microseconds, so it keeps growing even if the version key was lost.
+ */
+const BUMP = `
+local function bump(key)
+  local time = redis.call('TIME')
+  local micros = tonumber(time[1]) * 1000000 + tonumber(time[2])
+  local previous = tonumber(redis.pcall('GET', key)) or 0
+  local encoded = string.format('%.0f', math.max(previous + 1, micros))
+  redis.call('SET', key, encoded, 'PX', ${VERSION_TTL_MS})
+  return encoded
+end
+`;
+
+/** A notification: `<kind>:<version>:` then the key part built by the client (see fill-message.ts). */
+const NOTIFY = `
+local function notify(channel, kind, version, keyPart, body)
+  redis.call('PUBLISH', channel, kind .. ':' .. version .. ':' .. keyPart .. (body or ''))
+end
+`;
+
+/**
+ * KEYS: lease, version, value. ARGV: token, lease ttl ms, version to take over from ('' for none).
+ * Grants the lease when it is free, or (takeover) when the key is still at the given version.
+ * A grant advances the version, which is the lease's fence. Returns {granted, version, envelope}.
+ */
+export const ACQUIRE_LEASE = `${BUMP}
 local current = redis.pcall('GET', KEYS[3])
 if type(current) == 'table' then
   -- Foreign data (not a string) at the value key: report it as unreadable.
   current = 'herd-guard:foreign'
 end
-if not granted then
-  return {0, false, current}
+local version = redis.pcall('GET', KEYS[2])
+if type(version) ~= 'string' then
+  version = '0'
 end
-local time = redis.call('TIME')
-local micros = tonumber(time[1]) * 1000000 + tonumber(time[2])
-local previous = tonumber(redis.call('GET', KEYS[2]) or '0')
--- Increases for every grant, and stays increasing even if the counter key expires (clock-based floor).
-local fence = math.max(previous + 1, micros)
-local encoded = string.format('%.0f', fence)
-redis.call('SET', KEYS[2], encoded, 'PX', 604800000)
-return {1, encoded, current}
+local granted = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+if not granted and ARGV[3] ~= '' and tonumber(ARGV[3]) == tonumber(version) then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  granted = true
+end
+if not granted then
+  return {0, version, current}
+end
+return {1, bump(KEYS[2]), current}
 `;
 
 /**
- * KEYS: value, lease. ARGV: envelope, px ms, createdAt, token ('' for none), channel, message,
- * message carrying the envelope. Writes unless the stored envelope is newer, releases the lease if
- * still ours, notifies (with the envelope when it was written). Returns 1 if written.
+ * KEYS: value, lease, version. ARGV: envelope, px ms, fence, token, channel, key part, max
+ * broadcast length. Writes the envelope only if the key is still at the fence's version (no
+ * invalidation, no other grant since the load began), releases the lease if the token still holds
+ * it, and notifies (with the envelope when written). Returns 1 if written.
  */
-export const SET_AND_RELEASE = `
-local current = redis.pcall('GET', KEYS[1])
-local written = 1
-if type(current) == 'string' then
-  local created = string.match(current, '^{"v":%d+,"c":([%d%.eE%+%-]+),')
-  if created and tonumber(created) > tonumber(ARGV[3]) then
-    written = 0
-  end
-end
-if written == 1 then
+export const FILL = `${NOTIFY}
+local written = 0
+if tonumber(redis.pcall('GET', KEYS[3])) == tonumber(ARGV[3]) then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  written = 1
 end
-if ARGV[4] ~= '' and redis.call('GET', KEYS[2]) == ARGV[4] then
+local released = 0
+if redis.pcall('GET', KEYS[2]) == ARGV[4] then
   redis.call('DEL', KEYS[2])
+  released = 1
 end
 if written == 1 then
-  redis.call('PUBLISH', ARGV[5], ARGV[7])
-else
-  redis.call('PUBLISH', ARGV[5], ARGV[6])
+  local body = ''
+  if string.len(ARGV[1]) <= tonumber(ARGV[7]) then
+    body = ARGV[1]
+  end
+  notify(ARGV[5], 'f', ARGV[3], ARGV[6], body)
+elseif released == 1 then
+  notify(ARGV[5], 'r', ARGV[3], ARGV[6])
 end
 return written
 `;
 
-/** KEYS: lease. ARGV: token, channel, message. Deletes the lease only if the token still owns it. */
-export const RELEASE_LEASE = `
+/**
+ * KEYS: value, lease, version. ARGV: envelope (any version in its header), px ms, channel, key
+ * part, max broadcast length. A write-through: advances the version, writes the envelope under it,
+ * revokes any lease (fencing running loads) and notifies. Returns the new version.
+ */
+export const SET_VALUE = `${BUMP}${NOTIFY}
+local head, rest = string.match(ARGV[1], '^({"v":%d+,"n":)%d+()')
+if not head then
+  return redis.error_reply('ERR herd-guard: malformed envelope')
+end
+local version = bump(KEYS[3])
+local envelope = head .. version .. string.sub(ARGV[1], rest)
+redis.call('SET', KEYS[1], envelope, 'PX', ARGV[2])
+redis.call('DEL', KEYS[2])
+local body = ''
+if string.len(envelope) <= tonumber(ARGV[5]) then
+  body = envelope
+end
+notify(ARGV[3], 'w', version, ARGV[4], body)
+return version
+`;
+
+/**
+ * KEYS: value, lease, version. ARGV: mode ('stale' or 'delete'), channel, key part. Advances the
+ * version (also for an absent key, so running loads are fenced), revokes any lease, then marks the
+ * envelope stale (rewriting only its header: version and invalidated flag, keeping its TTL) or
+ * deletes it, and notifies. Returns {existed, version}.
+ */
+export const INVALIDATE = `${BUMP}${NOTIFY}
+local version = bump(KEYS[3])
+redis.call('DEL', KEYS[2])
+local existed = 0
+if ARGV[1] == 'delete' then
+  existed = redis.call('DEL', KEYS[1])
+  notify(ARGV[2], 'd', version, ARGV[3])
+else
+  local current = redis.pcall('GET', KEYS[1])
+  if type(current) == 'string' then
+    local head, rest = string.match(current, '^({"v":%d+,"n":)%d+,"i":%d()')
+    if head then
+      redis.call('SET', KEYS[1], head .. version .. ',"i":1' .. string.sub(current, rest), 'KEEPTTL')
+      existed = 1
+    end
+  end
+  notify(ARGV[2], 's', version, ARGV[3])
+end
+return {existed, version}
+`;
+
+/** KEYS: lease. ARGV: token, channel, key part, fence. Deletes the lease only if the token still owns it. */
+export const RELEASE_LEASE = `${NOTIFY}
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[2], ARGV[3])
+  notify(ARGV[2], 'r', ARGV[4], ARGV[3])
   return 1
 end
 return 0
@@ -71,53 +152,12 @@ return 0
 `;
 
 /**
- * KEYS: value. ARGV: now ms, channel, message. Lowers the envelope's soft expiry to now and raises
- * its createdAt to now (a load started earlier may no longer overwrite it), keeping its TTL, and
- * notifies. Returns 1 when the key held an envelope. Rewrites only the header, so the value is never
- * re-encoded.
+ * KEYS: index (a sorted set). ARGV: member key, until (ms), now (ms). Records the member until the
+ * later of its deadlines, drops members past theirs, and keeps the set alive as long as its longest
+ * member.
  */
-export const MARK_STALE = `
-local current = redis.pcall('GET', KEYS[1])
-if type(current) ~= 'string' then
-  return 0
-end
-local prefix, created, middle, soft = string.match(current, '^({"v":%d+,"c":)([^,]+)(,"s":)([^,]+),')
-if not prefix then
-  return 0
-end
-local now = tonumber(ARGV[1])
-local newCreated = created
-if tonumber(created) < now then
-  newCreated = ARGV[1]
-end
-local newSoft = soft
-if tonumber(soft) > now then
-  newSoft = ARGV[1]
-end
-if newCreated ~= created or newSoft ~= soft then
-  local rest = string.sub(current, string.len(prefix) + string.len(created) + string.len(middle) + string.len(soft) + 1)
-  redis.call('SET', KEYS[1], prefix .. newCreated .. middle .. newSoft .. rest, 'KEEPTTL')
-end
-redis.call('PUBLISH', ARGV[2], ARGV[3])
-return 1
-`;
-
-/**
- * KEYS: value, lease. ARGV: channel, message. Deletes the envelope and any lease on the key (a lease
- * held for a refresh backoff would otherwise block the reload), and notifies waiting followers.
- */
-export const DELETE_KEY = `
-redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('PUBLISH', ARGV[1], ARGV[2])
-return 1
-`;
-
-/**
- * KEYS: tag set. ARGV: member key, its hard expiry (ms), now (ms). Indexes the key under the tag,
- * drops members past their hard expiry, and keeps the set alive as long as its longest member.
- */
-export const INDEX_TAG = `
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+export const ADD_TO_INDEX = `
+redis.call('ZADD', KEYS[1], 'GT', ARGV[2], ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
 local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
 if last[2] then

@@ -2,34 +2,38 @@ import { randomBytes } from 'node:crypto';
 import { Cluster, Command, Redis, type RedisOptions } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import { parseDuration } from '../../core/duration.js';
-import { type Entry, decodeEntry, encodeEntry, markedStale } from '../../core/entry.js';
+import { type Entry, decodeEntry, encodeEntry, markedStale, withVersion } from '../../core/entry.js';
 import { ConfigurationError } from '../../errors/configuration.error.js';
 import { SerializationError } from '../../errors/serialization.error.js';
 import { StoreError } from '../../errors/store.error.js';
 import { FillSignals } from '../fill-signals.js';
 import {
+  type AcquireOptions,
   CORRUPT_ENTRY,
   type FillWatch,
   type HerdStore,
+  type InvalidationMode,
+  type InvalidationResult,
+  type KeyIndex,
   type Lease,
   type LeaseAttempt,
-  type SetOptions,
   type StoreHealth,
   type StoreRead,
+  type StoreSnapshot,
 } from '../herd-store.interface.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 import { CommandDeadlines } from './command-deadlines.js';
-import { decodeFillMessage, encodeFillMessage } from './fill-message.js';
+import { MAX_BROADCAST_ENVELOPE, decodeFillMessage, keyPart } from './fill-message.js';
 import type { RedisStoreOptions } from './redis-store.options.js';
 import { RedisKeys, isValidNamespace } from './redis-keys.js';
 import {
   ACQUIRE_LEASE,
-  DELETE_KEY,
+  ADD_TO_INDEX,
   EXTEND_LEASE,
-  INDEX_TAG,
-  MARK_STALE,
+  FILL,
+  INVALIDATE,
   RELEASE_LEASE,
-  SET_AND_RELEASE,
+  SET_VALUE,
 } from './redis-scripts.js';
 
 /** An envelope this process saw, and the string it was read from (`undefined` when not known). */
@@ -42,27 +46,45 @@ interface SeenEntry {
 interface HerdGuardCommands {
   herdGuardAcquire(
     lease: string,
-    fence: string,
+    version: string,
     value: string,
     token: string,
     ttlMs: number,
-  ): Promise<[number, string | null, string | null]>;
-  herdGuardSetRelease(
+    takeoverFrom: string,
+  ): Promise<[number, string, string | null]>;
+  herdGuardFill(
     value: string,
     lease: string,
+    version: string,
     envelope: string,
     pxMs: number,
-    createdAt: number,
+    fence: string,
     token: string,
     channel: string,
-    message: string,
-    messageWithEnvelope: string,
+    keyPart: string,
+    maxBroadcast: number,
   ): Promise<number>;
-  herdGuardRelease(lease: string, token: string, channel: string, message: string): Promise<number>;
+  herdGuardSet(
+    value: string,
+    lease: string,
+    version: string,
+    envelope: string,
+    pxMs: number,
+    channel: string,
+    keyPart: string,
+    maxBroadcast: number,
+  ): Promise<string>;
+  herdGuardInvalidate(
+    value: string,
+    lease: string,
+    version: string,
+    mode: InvalidationMode,
+    channel: string,
+    keyPart: string,
+  ): Promise<[number, string]>;
+  herdGuardRelease(lease: string, token: string, channel: string, keyPart: string, fence: string): Promise<number>;
   herdGuardExtend(lease: string, token: string, ttlMs: number): Promise<number>;
-  herdGuardMarkStale(value: string, nowMs: number, channel: string, message: string): Promise<number>;
-  herdGuardDelete(value: string, lease: string, channel: string, message: string): Promise<number>;
-  herdGuardIndexTag(tagSet: string, key: string, hardExpireAt: number, nowMs: number): Promise<number>;
+  herdGuardIndex(index: string, member: string, untilMs: number, nowMs: number): Promise<number>;
 }
 
 type Client = (Redis | Cluster) & HerdGuardCommands;
@@ -106,7 +128,7 @@ export class RedisStore implements HerdStore {
    * GETs in flight, shared by concurrent readers of a key. An entry is dropped when a fill of the key
    * is announced or written here, so a read that starts after a fill never joins an older GET.
    */
-  readonly #reads = new Map<string, Promise<StoreRead>>();
+  readonly #reads = new Map<string, Promise<StoreSnapshot>>();
   #closed = false;
   /**
    * Envelopes received with a fill notification while a follower of the key was waiting: its next
@@ -134,7 +156,7 @@ export class RedisStore implements HerdStore {
     this.#subscriber = subscriberFor(this.#client);
     this.#subscriber.on('error', () => undefined);
     this.#subscriber.on('message', (channel: string, message: string) => {
-      if (channel === this.keys.channel) this.#onFill(message);
+      if (channel === this.keys.channel) this.#onMessage(message);
     });
     this.#subscribed = this.#subscriber.subscribe(this.keys.channel).then(
       () => true,
@@ -167,23 +189,25 @@ export class RedisStore implements HerdStore {
   }
 
   /**
-   * One GET, shared by concurrent readers of the key. Built as an ioredis Command so a late reply
-   * can be rejected on the command itself: the breaker and time limit of {@link #command} without a
-   * wrapping promise, and all bookkeeping in one step (this is the hot path of every hit).
+   * One MGET of the envelope and the version, shared by the readers of the key that arrive in the
+   * same tick (a later reader may come after an invalidation, so it reads anew). Built as an ioredis
+   * Command so a late reply can be rejected on the command itself: the breaker and time limit of
+   * {@link #command} without a wrapping promise (this is the hot path of every hit).
    */
-  get(key: string): Promise<StoreRead> {
+  get(key: string): Promise<StoreSnapshot> {
     const inflight = this.#reads.get(key);
     if (inflight !== undefined) return inflight;
     if (this.#primed.size > 0) {
       const primed = this.#primed.get(key);
       if (primed !== undefined) {
         this.#primed.delete(key);
-        if (Date.now() - primed.receivedAt < PRIMED_TTL_MS) return Promise.resolve(primed.entry);
+        if (Date.now() - primed.receivedAt < PRIMED_TTL_MS) return Promise.resolve(snapshotOf(primed.entry));
       }
     }
     const refusal = this.#refusal('get', key);
     if (refusal !== undefined) return Promise.reject(refusal).catch((error: unknown) => this.#fallbackFor(key, error));
-    const command = new Command('get', [this.keys.valueKey(key)], {
+    const layout = this.keys.for(key);
+    const command = new Command('mget', [layout.value, layout.version], {
       keyPrefix: this.#client.options.keyPrefix,
       replyEncoding: 'utf8',
     });
@@ -194,92 +218,118 @@ export class RedisStore implements HerdStore {
       this.#breaker.failure(error);
       command.reject(error);
     });
-    const read: Promise<StoreRead> = (command.promise as Promise<string | null>).then(
-      (raw) => {
+    const read: Promise<StoreSnapshot> = (command.promise as Promise<[string | null, string | null]>).then(
+      ([raw, version]) => {
         if (this.#deadlines.settle(pending)) this.#breaker.success();
-        if (this.#reads.get(key) === read) this.#reads.delete(key);
-        return this.#decodeRead(key, raw);
+        const entry = this.#decodeRead(key, raw);
+        return { entry, version: Math.max(Number(version ?? 0), entryVersion(entry)) };
       },
       (error: unknown) => {
         if (this.#deadlines.settle(pending)) this.#countFailure(error);
-        if (this.#reads.get(key) === read) this.#reads.delete(key);
         return this.#fallbackFor(key, this.#wrap('get', key, error));
       },
     );
     this.#reads.set(key, read);
+    queueMicrotask(() => {
+      if (this.#reads.get(key) === read) this.#reads.delete(key);
+    });
     this.#client.sendCommand(command);
     return read;
   }
 
-  async set(key: string, entry: Entry, options: SetOptions = {}): Promise<boolean> {
+  async fill(key: string, entry: Entry, lease: Lease | undefined): Promise<boolean> {
     const envelope = this.#encode(key, entry);
+    if (lease === undefined) {
+      // Loaded while Redis could not be reached: kept for this process only.
+      this.#remember(key, entry, envelope);
+      return false;
+    }
     const layout = this.keys.for(key);
-    // Remembered first, so a value loaded while Redis is down is still served from this process.
-    this.#remember(key, entry, envelope);
-    // Indexed before the write: an expireTag() between the two cannot miss the new value.
-    if (entry.tags !== undefined && entry.tags.length > 0) await this.#index(key, entry);
     const pxMs = Math.max(1, Math.ceil(entry.hardExpireAt - Date.now()));
-    const written = await this.#command('set', key, () =>
-      this.#client.herdGuardSetRelease(
+    const written = await this.#command('fill', key, () =>
+      this.#client.herdGuardFill(
         layout.value,
         layout.lease,
+        layout.version,
         envelope,
         pxMs,
-        entry.createdAt,
-        options.lease?.token ?? '',
+        String(lease.fence),
+        lease.token,
         this.keys.channel,
-        encodeFillMessage(key),
-        encodeFillMessage(key, envelope),
+        keyPart(key),
+        MAX_BROADCAST_ENVELOPE,
       ),
     );
-    this.#reads.delete(key);
-    this.#primed.delete(key);
-    this.#signals.notify(key);
-    return written === 1;
+    this.#changed(key);
+    if (written !== 1) return false;
+    this.#remember(key, entry, envelope);
+    return true;
   }
 
-  /** Removes the envelope and any lease on the key (see DELETE_KEY), and wakes followers everywhere. */
-  async delete(key: string): Promise<void> {
+  async set(key: string, entry: Entry): Promise<number> {
+    const envelope = this.#encode(key, entry);
     const layout = this.keys.for(key);
-    await this.#command('delete', key, () =>
-      this.#client.herdGuardDelete(layout.value, layout.lease, this.keys.channel, encodeFillMessage(key)),
-    );
-    this.#reads.delete(key);
-    this.#primed.delete(key);
-    this.#fallback?.delete(key);
-  }
-
-  async markStale(key: string, now: number): Promise<boolean> {
-    const marked = await this.#command('mark-stale', key, () =>
-      this.#client.herdGuardMarkStale(
-        this.keys.valueKey(key),
-        Math.floor(now),
-        this.keys.channel,
-        encodeFillMessage(key),
+    const pxMs = Math.max(1, Math.ceil(entry.hardExpireAt - Date.now()));
+    const version = Number(
+      await this.#command('set', key, () =>
+        this.#client.herdGuardSet(
+          layout.value,
+          layout.lease,
+          layout.version,
+          envelope,
+          pxMs,
+          this.keys.channel,
+          keyPart(key),
+          MAX_BROADCAST_ENVELOPE,
+        ),
       ),
     );
-    this.#reads.delete(key);
-    this.#primed.delete(key);
-    const seen = this.#fallback?.get(key);
-    if (seen !== undefined) this.#fallback?.set(key, { entry: markedStale(seen.entry, now), raw: undefined });
-    return marked === 1;
+    this.#changed(key);
+    this.#remember(key, withVersion(entry, version), undefined);
+    return version;
   }
 
-  async keysForTag(tag: string): Promise<string[]> {
-    return this.#command('keys-for-tag', undefined, () =>
-      this.#client.zrangebyscore(this.keys.tag(tag), Date.now(), '+inf'),
+  /** Advances the version, revokes the lease, marks stale or deletes, and notifies every process. */
+  async invalidate(key: string, mode: InvalidationMode): Promise<InvalidationResult> {
+    const layout = this.keys.for(key);
+    const [existed, version] = await this.#command(mode === 'delete' ? 'delete' : 'mark-stale', key, () =>
+      this.#client.herdGuardInvalidate(
+        layout.value,
+        layout.lease,
+        layout.version,
+        mode,
+        this.keys.channel,
+        keyPart(key),
+      ),
+    );
+    this.#changed(key);
+    this.#forgetInvalidated(key, mode, Number(version));
+    return { existed: existed === 1, version: Number(version) };
+  }
+
+  async addToIndex(index: KeyIndex, key: string, untilMs: number): Promise<void> {
+    await this.#command('index', key, () =>
+      this.#client.herdGuardIndex(this.#indexKey(index), key, Math.ceil(untilMs), Date.now()),
     );
   }
 
-  async acquireLease(key: string, ttlMs: number): Promise<LeaseAttempt> {
+  async indexMembers(index: KeyIndex): Promise<string[]> {
+    return this.#command('index-members', undefined, () =>
+      this.#client.zrangebyscore(this.#indexKey(index), Date.now(), '+inf'),
+    );
+  }
+
+  async acquireLease(key: string, ttlMs: number, options: AcquireOptions = {}): Promise<LeaseAttempt> {
     const layout = this.keys.for(key);
     const token = randomBytes(16).toString('base64url');
-    const [granted, fence, raw] = await this.#command('acquire-lease', key, () =>
-      this.#client.herdGuardAcquire(layout.lease, layout.fence, layout.value, token, Math.ceil(ttlMs)),
+    const takeoverFrom = options.takeoverFrom === undefined ? '' : String(options.takeoverFrom);
+    const [granted, version, raw] = await this.#command('acquire-lease', key, () =>
+      this.#client.herdGuardAcquire(layout.lease, layout.version, layout.value, token, Math.ceil(ttlMs), takeoverFrom),
     );
-    const current = this.#decodeRead(key, raw);
+    const entry = this.#decodeRead(key, raw);
+    const current: StoreSnapshot = { entry, version: Math.max(Number(version), entryVersion(entry)) };
     if (granted !== 1) return { lease: undefined, current };
-    return { lease: { key, token, fence: Number(fence) }, current };
+    return { lease: { key, token, fence: Number(version) }, current };
   }
 
   async extendLease(lease: Lease, ttlMs: number): Promise<boolean> {
@@ -295,7 +345,8 @@ export class RedisStore implements HerdStore {
         this.keys.for(lease.key).lease,
         lease.token,
         this.keys.channel,
-        encodeFillMessage(lease.key),
+        keyPart(lease.key),
+        String(lease.fence),
       ),
     );
   }
@@ -384,17 +435,26 @@ export class RedisStore implements HerdStore {
     return entry;
   }
 
+  /** Keeps the newest envelope (by version) seen for `key`, to answer from while Redis cannot. */
   #remember(key: string, entry: Entry, raw: string | undefined): void {
     if (this.#fallback === undefined) return;
     const seen = this.#fallback.get(key);
-    if (seen === undefined || seen.entry.createdAt <= entry.createdAt) this.#fallback.set(key, { entry, raw });
+    if (seen === undefined || seen.entry.version <= entry.version) this.#fallback.set(key, { entry, raw });
+  }
+
+  /** An invalidation of `key` reached this process: what it kept for the key must reflect it. */
+  #forgetInvalidated(key: string, mode: InvalidationMode, version: number): void {
+    const seen = this.#fallback?.get(key);
+    if (seen === undefined || seen.entry.version >= version) return;
+    if (mode === 'delete') this.#fallback?.delete(key);
+    else this.#fallback?.set(key, { entry: markedStale(seen.entry, version), raw: undefined });
   }
 
   /** Redis could not answer: the envelope seen last, if any, else the error. Foreign data reads as corrupt. */
-  #fallbackFor(key: string, error: unknown): StoreRead {
-    if (isWrongType(error)) return CORRUPT_ENTRY;
+  #fallbackFor(key: string, error: unknown): StoreSnapshot {
+    if (isWrongType(error)) return { entry: CORRUPT_ENTRY, version: 0 };
     const seen = this.#fallback?.get(key);
-    if (seen !== undefined) return seen.entry;
+    if (seen !== undefined) return snapshotOf(seen.entry);
     throw error;
   }
 
@@ -406,37 +466,50 @@ export class RedisStore implements HerdStore {
     }
   }
 
-  async #index(key: string, entry: Entry): Promise<void> {
-    const now = Date.now();
-    const expireAt = Math.ceil(entry.hardExpireAt);
-    await Promise.all(
-      (entry.tags ?? []).map((tag) =>
-        this.#command('index-tag', key, () => this.#client.herdGuardIndexTag(this.keys.tag(tag), key, expireAt, now)),
-      ),
-    );
+  #indexKey(index: KeyIndex): string {
+    return 'tag' in index ? this.keys.tag(index.tag) : this.keys.dependents(index.inputOf);
+  }
+
+  /** This process changed `key`: reads still out may predate it, and a primed envelope is outdated. */
+  #changed(key: string): void {
+    this.#reads.delete(key);
+    this.#primed.delete(key);
+    this.#signals.notify(key);
   }
 
   /**
-   * Another process (or this one) wrote, refreshed or released a key. A read of the key still out
-   * may predate it, so later reads send a new GET; a follower waiting for the key gets the envelope
-   * from the message itself when it came with one.
+   * Another process (or this one) changed a key. A read of the key still out may predate it, so
+   * later reads send a new one; what this process kept for the key follows the change; a follower
+   * waiting for the key gets the envelope from the message itself when it came with one.
    */
-  #onFill(message: string): void {
-    const fill = decodeFillMessage(message);
-    if (fill === undefined) return;
-    const { key, envelope } = fill;
+  #onMessage(message: string): void {
+    const notice = decodeFillMessage(message);
+    if (notice === undefined) return;
+    const { key, envelope, kind, version } = notice;
     this.#reads.delete(key);
     this.#primed.delete(key);
-    if (envelope !== undefined && this.#signals.has(key)) {
+    if (kind === 'stale' || kind === 'delete') this.#forgetInvalidated(key, kind, version);
+    if (envelope !== undefined) {
       const entry = decodeEntry(envelope);
       if (entry !== undefined) {
-        if (this.#primed.size >= MAX_PRIMED) this.#primed.clear();
-        this.#primed.set(key, { entry, receivedAt: Date.now() });
         this.#remember(key, entry, envelope);
+        if (this.#signals.has(key)) {
+          if (this.#primed.size >= MAX_PRIMED) this.#primed.clear();
+          this.#primed.set(key, { entry, receivedAt: Date.now() });
+        }
       }
     }
     this.#signals.notify(key);
   }
+}
+
+/** A snapshot of a key known only by its envelope (the version is at least the envelope's). */
+function snapshotOf(entry: Entry): StoreSnapshot {
+  return { entry, version: entry.version };
+}
+
+function entryVersion(entry: StoreRead): number {
+  return entry === undefined || entry === CORRUPT_ENTRY ? 0 : entry.version;
 }
 
 function connect(options: RedisStoreOptions): Redis | Cluster {
@@ -457,12 +530,12 @@ function connect(options: RedisStoreOptions): Redis | Cluster {
 
 function defineCommands(client: Redis | Cluster): Client {
   client.defineCommand('herdGuardAcquire', { numberOfKeys: 3, lua: ACQUIRE_LEASE });
-  client.defineCommand('herdGuardSetRelease', { numberOfKeys: 2, lua: SET_AND_RELEASE });
+  client.defineCommand('herdGuardFill', { numberOfKeys: 3, lua: FILL });
+  client.defineCommand('herdGuardSet', { numberOfKeys: 3, lua: SET_VALUE });
+  client.defineCommand('herdGuardInvalidate', { numberOfKeys: 3, lua: INVALIDATE });
   client.defineCommand('herdGuardRelease', { numberOfKeys: 1, lua: RELEASE_LEASE });
   client.defineCommand('herdGuardExtend', { numberOfKeys: 1, lua: EXTEND_LEASE });
-  client.defineCommand('herdGuardMarkStale', { numberOfKeys: 1, lua: MARK_STALE });
-  client.defineCommand('herdGuardIndexTag', { numberOfKeys: 1, lua: INDEX_TAG });
-  client.defineCommand('herdGuardDelete', { numberOfKeys: 2, lua: DELETE_KEY });
+  client.defineCommand('herdGuardIndex', { numberOfKeys: 1, lua: ADD_TO_INDEX });
   return client as Client;
 }
 

@@ -1,7 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
 import { ENTRY_FORMAT_VERSION, type Entry, decodeEntry, encodeEntry } from '../../../lib/index.js';
 
-const base: Entry = { value: { id: 1 }, createdAt: 1_000, softExpireAt: 2_000, hardExpireAt: 3_000, loadMs: 12 };
+const base: Entry = {
+  value: { id: 1 },
+  version: 1_764_600_000_123_456,
+  createdAt: 1_000,
+  softExpireAt: 2_000,
+  hardExpireAt: 3_000,
+  loadMs: 12,
+};
 
 describe('entry envelope', () => {
   it('round-trips values, undefined and tags', () => {
@@ -19,17 +26,30 @@ describe('entry envelope', () => {
     expect(JSON.parse(encodeEntry(base))).toMatchObject({ v: ENTRY_FORMAT_VERSION });
   });
 
+  it('starts with a fixed header the Redis scripts rewrite: format, version, invalidated flag', () => {
+    expect(encodeEntry(base)).toMatch(/^\{"v":2,"n":1764600000123456,"i":0,"c":1000,/);
+    expect(encodeEntry({ ...base, invalidated: true, tags: ['t'] })).toMatch(/^\{"v":2,"n":\d+,"i":1,/);
+  });
+
+  it('round-trips the invalidated flag', () => {
+    expect(decodeEntry(encodeEntry({ ...base, invalidated: true }))).toEqual({ ...base, invalidated: true });
+  });
+
   it.each([
     ['not json', '{oops'],
     ['a foreign string', 'hello'],
     ['a JSON array', '[1,2]'],
     ['JSON null', 'null'],
-    ['another format version', JSON.stringify({ v: 99, c: 1, s: 2, h: 3, d: 0, x: 1 })],
-    ['missing hard expiry', JSON.stringify({ v: 1, c: 1, s: 2, d: 0, x: 1 })],
-    ['soft after hard', JSON.stringify({ v: 1, c: 1, s: 5, h: 3, d: 0, x: 1 })],
-    ['a string time', JSON.stringify({ v: 1, c: '1', s: 2, h: 3, d: 0, x: 1 })],
-    ['no value', JSON.stringify({ v: 1, c: 1, s: 2, h: 3, d: 0 })],
-    ['bad tags', JSON.stringify({ v: 1, c: 1, s: 2, h: 3, d: 0, x: 1, t: [1] })],
+    ['another format version', JSON.stringify({ v: 99, n: 1, i: 0, c: 1, s: 2, h: 3, d: 0, x: 1 })],
+    ['the previous format', JSON.stringify({ v: 1, c: 1, s: 2, h: 3, d: 0, x: 1 })],
+    ['missing version', JSON.stringify({ v: 2, i: 0, c: 1, s: 2, h: 3, d: 0, x: 1 })],
+    ['a fractional version', JSON.stringify({ v: 2, n: 1.5, i: 0, c: 1, s: 2, h: 3, d: 0, x: 1 })],
+    ['a bad invalidated flag', JSON.stringify({ v: 2, n: 1, i: true, c: 1, s: 2, h: 3, d: 0, x: 1 })],
+    ['missing hard expiry', JSON.stringify({ v: 2, n: 1, i: 0, c: 1, s: 2, d: 0, x: 1 })],
+    ['soft after hard', JSON.stringify({ v: 2, n: 1, i: 0, c: 1, s: 5, h: 3, d: 0, x: 1 })],
+    ['a string time', JSON.stringify({ v: 2, n: 1, i: 0, c: '1', s: 2, h: 3, d: 0, x: 1 })],
+    ['no value', JSON.stringify({ v: 2, n: 1, i: 0, c: 1, s: 2, h: 3, d: 0 })],
+    ['bad tags', JSON.stringify({ v: 2, n: 1, i: 0, c: 1, s: 2, h: 3, d: 0, x: 1, t: [1] })],
   ])('rejects %s as absent without throwing', (_, raw) => {
     expect(decodeEntry(raw)).toBeUndefined();
   });

@@ -11,7 +11,7 @@ import {
   LoaderFailedError,
   LoaderTimeoutError,
   MemoryStore,
-  type StoreRead,
+  type StoreSnapshot,
   UpstreamUnavailableError,
   WaitAbortedError,
   WaitTimeoutError,
@@ -222,7 +222,7 @@ describe('HerdEngine read path', () => {
     const engine = new HerdEngine({ store, now: clock.now, policy: { soft: '10s', hard: '100s', jitter: 0.2 } });
     const writtenAt = clock.now();
     await Promise.all(Array.from({ length: 10_000 }, (_, i) => engine.set(`k${i}`, i)));
-    const entries = Array.from({ length: 10_000 }, (_, i) => store.get(`k${i}`) as Entry);
+    const entries = Array.from({ length: 10_000 }, (_, i) => store.get(`k${i}`).entry as Entry);
     const softOffsets = entries.map((entry) => entry.softExpireAt - writtenAt);
     const hardOffsets = entries.map((entry) => entry.hardExpireAt - writtenAt);
     expect(Math.min(...softOffsets)).toBeGreaterThanOrEqual(10_000);
@@ -267,10 +267,10 @@ describe('HerdEngine read path', () => {
   it('treats a corrupt entry as a counted miss and reloads it', async () => {
     class CorruptOnce extends MemoryStore {
       corrupt = true;
-      override get(key: string): StoreRead {
+      override get(key: string): StoreSnapshot {
         if (this.corrupt) {
           this.corrupt = false;
-          return CORRUPT_ENTRY;
+          return { entry: CORRUPT_ENTRY, version: 0 };
         }
         return super.get(key);
       }
@@ -418,7 +418,7 @@ describe('HerdEngine read path', () => {
   it('does not let a load that started before set() overwrite the value set', async () => {
     const { engine, clock, gate, stale } = await staleWithRefreshInFlight({ soft: '1s', hard: '1h', jitter: 0 });
     clock.advance(10);
-    await expect(engine.set('k', 'written after the update')).resolves.toBe(true);
+    await engine.set('k', 'written after the update');
     gate.resolve('row read before the update');
     await stale.revalidated;
     await expect(engine.read('k', () => 'unused')).resolves.toMatchObject({

@@ -59,7 +59,7 @@ describe('EventLogger', () => {
       override async acquireLease(): Promise<LeaseAttempt> {
         throw new Error('connection refused');
       }
-      override async set(_key: string, _entry: Entry): Promise<boolean> {
+      override async fill(_key: string, _entry: Entry): Promise<boolean> {
         throw new Error('connection refused');
       }
     }
@@ -68,11 +68,11 @@ describe('EventLogger', () => {
     const logger = new RecordingLogger();
     const events = new EventLogger(engine, logger, clock.now);
     for (let i = 0; i < 50; i += 1) await engine.getOrLoad(`k${i}`, async () => 'v');
-    expect(logger.lines.filter((line) => line.level === 'error')).toHaveLength(3); // get, acquire-lease, set
+    expect(logger.lines.filter((line) => line.level === 'error')).toHaveLength(3); // get, acquire-lease, fill
     clock.advance(10_000);
     await engine.getOrLoad('later', async () => 'v');
     const errors = logger.lines.filter((line) => line.level === 'error').map((line) => line.message);
-    expect(errors.at(-1)).toMatchObject({ operation: 'set', suppressedSinceLast: 49 });
+    expect(errors.at(-1)).toMatchObject({ operation: 'fill', suppressedSinceLast: 49 });
     events.close();
   });
 });

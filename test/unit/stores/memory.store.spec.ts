@@ -3,7 +3,7 @@ import { ConfigurationError, type Entry, MemoryStore } from '../../../lib/index.
 
 function entry(value: unknown): Entry {
   const now = Date.now();
-  return { value, createdAt: now, softExpireAt: now + 60_000, hardExpireAt: now + 600_000, loadMs: 1 };
+  return { value, version: 0, createdAt: now, softExpireAt: now + 60_000, hardExpireAt: now + 600_000, loadMs: 1 };
 }
 
 describe('MemoryStore', () => {
@@ -13,15 +13,27 @@ describe('MemoryStore', () => {
     store.get('a');
     await store.set('d', entry('d'));
     expect(store.size).toBe(3);
-    expect(store.get('b')).toBeUndefined();
-    expect(store.get('a')).toMatchObject({ value: 'a' });
+    expect(store.get('b').entry).toBeUndefined();
+    expect(store.get('a').entry).toMatchObject({ value: 'a' });
   });
 
-  it('forgets the tags of evicted keys', async () => {
+  it('reads an evicted key at least at the version it was evicted with', async () => {
     const store = new MemoryStore({ maxEntries: 1 });
-    await store.set('a', { ...entry('a'), tags: ['t'] });
+    await store.set('a', entry('a'));
+    const { version } = await store.invalidate('a', 'stale');
     await store.set('b', entry('b'));
-    await expect(store.keysForTag('t')).resolves.toEqual([]);
+    expect(store.get('a')).toMatchObject({ entry: undefined });
+    expect(store.get('a').version).toBeGreaterThanOrEqual(version);
+  });
+
+  it('keeps its lease map bounded when leases are taken and never released', async () => {
+    let now = Date.now();
+    const store = new MemoryStore({ now: () => now });
+    for (let i = 0; i < 60_000; i += 1) {
+      await store.acquireLease(`k${i}`, 1_000);
+      now += 10;
+    }
+    expect(store.leases).toBeLessThan(1_000);
   });
 
   it('rejects a maxEntries that is not a positive integer', () => {

@@ -1,0 +1,355 @@
+import { ClosedError } from '../errors/closed.error.js';
+import { HerdGuardError } from '../errors/herd-guard.error.js';
+import { LoaderFailedError } from '../errors/loader-failed.error.js';
+import { LoaderTimeoutError } from '../errors/loader-timeout.error.js';
+import { SerializationError } from '../errors/serialization.error.js';
+import { UpstreamUnavailableError } from '../errors/upstream-unavailable.error.js';
+import type { Lease } from '../stores/herd-store.interface.js';
+import type { EngineRuntime } from './engine-runtime.js';
+import { type Entry, isFresh, isNegative, isServable } from './entry.js';
+import type { FlightCell } from './key-flights.js';
+import { LoadScope } from './load-scope.js';
+import type { LoadContext, Loader } from './loader.js';
+import { type ResolvedPolicy, expiryFor, maxLifetimeMs } from './policy.js';
+
+/** A follower re-checks the store at least this often: a lost notification costs at most this long. */
+export const RECHECK_INTERVAL_MS = 250;
+
+/** What a fill produced: an entry, and whether it comes from this load (then it is served even if already expired). */
+export interface Fill {
+  readonly entry: Entry;
+  readonly loaded: boolean;
+}
+
+/**
+ * Why a fill runs, which decides what it may settle for while another process loads:
+ * - `miss`: a caller with nothing fresh; takes a servable value found meanwhile.
+ * - `background`: a refresh no caller waits for; the same, and its events say so.
+ * - `input`: a value read by another key's loader; waits for a fresh value (never launders stale).
+ * - `forced`: `refresh()`; takes over a running load and accepts only a value loaded after the call.
+ */
+export type FillMode = 'miss' | 'background' | 'input' | 'forced';
+
+export interface FillRequest<T> {
+  readonly key: string;
+  readonly loader: Loader<T>;
+  readonly policy: ResolvedPolicy;
+  /** The servable value this fill refreshes, if any. */
+  readonly stale: Entry | undefined;
+  readonly tags: readonly string[] | undefined;
+  readonly mode: FillMode;
+  /** The key's version the fill started from (what its first caller saw). */
+  readonly fromVersion: number;
+  /** Raised as the fill learns the key's version, so callers that saw a newer one do not join it. */
+  readonly cell: FlightCell;
+}
+
+type LeaseOutcome =
+  | { readonly kind: 'owner'; readonly lease: Lease; readonly current: Entry | undefined }
+  | { readonly kind: 'contended'; readonly current: Entry | undefined }
+  | { readonly kind: 'unreachable' };
+
+/**
+ * The fill and lease protocol: one fill of a key per process at a time (inside its flight) takes
+ * the cluster-wide lease and loads, or settles for what another process's fill produces. The lease
+ * is released (or held for the backoff) in the one `finally` of {@link #load}; whether the value is
+ * stored is the store's verdict (the fence), never decided here.
+ */
+export class FillProtocol {
+  constructor(private readonly runtime: EngineRuntime) {}
+
+  async run<T>(request: FillRequest<T>): Promise<Fill> {
+    const { key, policy } = request;
+    const { runtime } = this;
+    // Watch before the lease attempt, so a fill landing in between is not missed.
+    const watch = runtime.store.watchFill(key);
+    runtime.watches.add(watch);
+    try {
+      const waitStartedAt = performance.now();
+      let waiting = false;
+      for (;;) {
+        // A fill still running when the engine closed must not start a load (or take a lease).
+        if (runtime.closed) throw new ClosedError(key);
+        const outcome = await this.#tryLease(request);
+        // Check: nothing to coordinate with, so load here (coalesced in this process only).
+        if (outcome.kind === 'unreachable') return await this.#load(request, undefined, undefined);
+        // Lock: this caller owns the fill.
+        if (outcome.kind === 'owner') return await this.#load(request, outcome.lease, outcome.current);
+        // Contended: someone else loads. Settle for what this request accepts, or wait for the fill.
+        runtime.emit({ type: 'lease-contended', key });
+        const usable = this.#usable(request, outcome.current);
+        if (usable !== undefined) return { entry: usable, loaded: false };
+        if (!waiting) runtime.emit({ type: 'wait', key });
+        waiting = true;
+        const waitedMs = performance.now() - waitStartedAt;
+        if (waitedMs >= policy.waitTimeoutMs) return await this.#onWaitTimeout(request, waitedMs);
+        // The owner's notification wakes us; the store is re-checked anyway (a notification is a hint).
+        const timeoutMs = Math.min(policy.waitTimeoutMs - waitedMs, policy.leaseTtlMs, RECHECK_INTERVAL_MS);
+        if (await watch.next(timeoutMs)) {
+          const filled = this.#usable(request, runtime.decoded(key, (await runtime.storeGet(key)).entry));
+          if (filled !== undefined) return { entry: filled, loaded: false };
+        }
+        // Try for the lease again: the owner failed, gave up, or died and its lease expired.
+      }
+    } finally {
+      watch.close();
+      runtime.watches.delete(watch);
+    }
+  }
+
+  /**
+   * Loads as the lease owner (or without a lease when the store is unreachable), then stores the
+   * value, releases the lease and wakes followers in one store step. The lease is released or held
+   * for the backoff in the one `finally` below.
+   */
+  async #load<T>(request: FillRequest<T>, lease: Lease | undefined, current: Entry | undefined): Promise<Fill> {
+    const { key, policy } = request;
+    const { runtime } = this;
+    // The fail-safe value: what this caller had, or what the store held when the lease was taken.
+    const stale = newestServable(request.stale, current, runtime.now());
+    let leaseSettled = false;
+    let holdLeaseMs = 0;
+    const keepAlive = lease === undefined ? undefined : this.#keepLeaseAlive(lease, policy);
+    try {
+      if (lease !== undefined) runtime.emit({ type: 'lease-acquired', key, fence: lease.fence });
+      // Re-check: another process may have refreshed the key between our read and our lease.
+      if (
+        request.mode !== 'forced' &&
+        current !== undefined &&
+        isFresh(current, runtime.now()) &&
+        isNewer(current, request.stale)
+      ) {
+        return { entry: current, loaded: false };
+      }
+      // Index the key under its tags first: a tag invalidated while the loader runs then fences it.
+      await this.#indexTags(key, request.tags, policy);
+      const loadStartedAt = runtime.now();
+      let loaded: { value: T; scope: LoadScope };
+      try {
+        loaded = await this.#runLoader(request, stale, lease);
+      } catch (error) {
+        runtime.emit({
+          type: 'load-failed',
+          key,
+          durationMs: runtime.now() - loadStartedAt,
+          background: request.mode === 'background',
+          error,
+        });
+        // On error: serve stale (fail-safe) and back off, or throw.
+        const now = runtime.now();
+        if (stale !== undefined && isServable(stale, now)) {
+          const { delayMs, failures } = runtime.backoff.recordFailure(key, now, lease?.fence ?? request.cell.version, {
+            initialMs: policy.backoffInitialMs,
+            maxMs: policy.backoffMaxMs,
+          });
+          runtime.emit({ type: 'backoff', key, delayMs, failures });
+          runtime.emit({
+            type: 'stale-on-error',
+            key,
+            reason: error instanceof LoaderTimeoutError ? 'loader-timeout' : 'loader-failed',
+          });
+          // Keeping the lease for the backoff makes every process serve stale instead of retrying.
+          holdLeaseMs = Math.min(delayMs, stale.hardExpireAt - now);
+          return { entry: stale, loaded: false };
+        }
+        throw error instanceof HerdGuardError ? error : new LoaderFailedError(key, error);
+      }
+      const timing = { loadStartedAt, now: runtime.now(), version: lease?.fence ?? request.cell.version };
+      const entry = newEntry(loaded.value, policy, runtime.random, timing, request.tags, loaded.scope);
+      runtime.backoff.recordSuccess(key);
+      // Store (if the fence still holds), release and wake followers in one store step.
+      if (!isNegative(entry) || policy.negativeTtlMs > 0) {
+        const stored = await this.#store(key, entry, lease);
+        leaseSettled = stored !== 'failed';
+        if (stored === 'fenced') runtime.emit({ type: 'load-fenced', key, background: request.mode === 'background' });
+      }
+      runtime.emit({
+        type: 'load-ok',
+        key,
+        durationMs: entry.loadMs,
+        background: request.mode === 'background',
+        negative: isNegative(entry),
+      });
+      return { entry, loaded: true };
+    } finally {
+      keepAlive?.stop();
+      if (lease !== undefined && !leaseSettled) {
+        runtime.track(
+          holdLeaseMs > 0 ? runtime.store.extendLease(lease, holdLeaseMs) : runtime.store.releaseLease(lease),
+          'release-lease',
+          key,
+        );
+      }
+    }
+  }
+
+  /**
+   * Hands a loaded value to the store, whose fence decides: `stored`, `fenced` (not written), or
+   * `failed`. A value loaded without a lease is only offered (never shared), so never fenced.
+   */
+  async #store(key: string, entry: Entry, lease: Lease | undefined): Promise<'stored' | 'fenced' | 'failed'> {
+    try {
+      const written = await this.runtime.store.fill(key, entry, lease);
+      return written || lease === undefined ? 'stored' : 'fenced';
+    } catch (error) {
+      if (error instanceof SerializationError) throw error;
+      this.runtime.emit({ type: 'store-error', operation: 'fill', key, error });
+      return 'failed';
+    }
+  }
+
+  /**
+   * Runs the loader with its context, inside a scope that records what it reads from this cache.
+   * Rejects with LoaderTimeoutError after `loaderHardTimeout`.
+   */
+  #runLoader<T>(
+    request: FillRequest<T>,
+    stale: Entry | undefined,
+    lease: Lease | undefined,
+  ): Promise<{ value: T; scope: LoadScope }> {
+    const { key, loader, policy } = request;
+    const { runtime } = this;
+    if (runtime.closed) return Promise.reject(new ClosedError(key));
+    const controller = new AbortController();
+    runtime.loaders.set(controller, key);
+    const timeoutMs = policy.loaderHardTimeoutMs;
+    const timer =
+      timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => controller.abort(new LoaderTimeoutError(key, timeoutMs)), timeoutMs);
+    const context: LoadContext<T> = {
+      key,
+      signal: controller.signal,
+      fence: lease?.fence,
+      stale: stale?.value as T | undefined,
+    };
+    const scope = new LoadScope(key, runtime.scopes.current(), runtime.now() + maxLifetimeMs(policy));
+    const aborted = new Promise<never>((_, reject) => {
+      controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
+    });
+    const value = Promise.resolve().then(() => runtime.scopes.run(scope, () => loader(context)));
+    // A loader that ignores its signal is abandoned, not awaited.
+    return Promise.race([value, aborted])
+      .then((loaded) => ({ value: loaded, scope }))
+      .finally(() => {
+        scope.closed = true;
+        if (timer !== undefined) clearTimeout(timer);
+        runtime.loaders.delete(controller);
+      });
+  }
+
+  /** Nobody filled the key within `waitTimeout`: apply `onWaitTimeout`. */
+  async #onWaitTimeout<T>(request: FillRequest<T>, waitedMs: number): Promise<Fill> {
+    this.runtime.emit({ type: 'wait-timeout', key: request.key, waitedMs });
+    if (request.policy.onWaitTimeout === 'load') return this.#load(request, undefined, undefined);
+    throw new UpstreamUnavailableError(request.key, waitedMs);
+  }
+
+  async #tryLease<T>(request: FillRequest<T>): Promise<LeaseOutcome> {
+    const { key, policy, cell } = request;
+    const takeoverFrom = request.mode === 'forced' ? request.fromVersion : undefined;
+    try {
+      const { lease, current } = await this.runtime.store.acquireLease(key, policy.leaseTtlMs, { takeoverFrom });
+      // The flight now reflects at least this version: callers that saw it may join.
+      cell.learn(current.version);
+      const entry = this.runtime.decoded(key, current.entry);
+      return lease === undefined ? { kind: 'contended', current: entry } : { kind: 'owner', lease, current: entry };
+    } catch (error) {
+      this.runtime.emit({ type: 'store-error', operation: 'acquire-lease', key, error });
+      cell.learn(cell.version);
+      return { kind: 'unreachable' };
+    }
+  }
+
+  /** What a fill may hand back instead of loading, while another process holds the lease. */
+  #usable<T>(request: FillRequest<T>, current: Entry | undefined): Entry | undefined {
+    const now = this.runtime.now();
+    switch (request.mode) {
+      case 'miss':
+      case 'background':
+        return newestServable(request.stale, current, now);
+      case 'input':
+        return current !== undefined && isFresh(current, now) ? current : undefined;
+      case 'forced':
+        return current !== undefined && isFresh(current, now) && current.version > request.fromVersion
+          ? current
+          : undefined;
+    }
+  }
+
+  /** Records the key under each tag until its value could expire, before it is loaded. */
+  async #indexTags(key: string, tags: readonly string[] | undefined, policy: ResolvedPolicy): Promise<void> {
+    if (tags === undefined || tags.length === 0) return;
+    const untilMs = this.runtime.now() + maxLifetimeMs(policy);
+    try {
+      await Promise.all(tags.map((tag) => this.runtime.store.addToIndex({ tag }, key, untilMs)));
+    } catch (error) {
+      this.runtime.emit({ type: 'store-error', operation: 'index-tag', key, error });
+    }
+  }
+
+  /** Extends the lease while the loader runs, so a slow load does not let a second loader in. */
+  #keepLeaseAlive(lease: Lease, policy: ResolvedPolicy): { stop(): void } {
+    const { runtime } = this;
+    const timer = setInterval(
+      () => {
+        runtime.store.extendLease(lease, policy.leaseTtlMs).then(
+          (kept) => {
+            if (kept) return;
+            clearInterval(timer);
+            runtime.emit({ type: 'lease-lost', key: lease.key });
+          },
+          (error: unknown) => runtime.emit({ type: 'store-error', operation: 'extend-lease', key: lease.key, error }),
+        );
+      },
+      Math.max(1, Math.floor(policy.leaseTtlMs / 3)),
+    );
+    return { stop: () => clearInterval(timer) };
+  }
+}
+
+/**
+ * The envelope of a value loaded under `policy`. Stamped with the load's start (the data is at
+ * least that old; TTLs count from there) and the version it was loaded under. A value derived from
+ * other keys (`scope`) expires no later than they do, and is stored already stale when one of them
+ * was stale or could not be tracked.
+ */
+export function newEntry<T>(
+  value: T,
+  policy: ResolvedPolicy,
+  random: () => number,
+  timing: { readonly loadStartedAt: number; readonly now: number; readonly version: number },
+  tags: readonly string[] | undefined,
+  scope?: LoadScope,
+): Entry<T> {
+  const { loadStartedAt, now, version } = timing;
+  const negative = value === null || value === undefined;
+  const createdAt = Math.min(loadStartedAt, now);
+  const expiry = expiryFor(policy, createdAt, negative, random);
+  const hardExpireAt = Math.min(expiry.hardExpireAt, scope?.hardBoundMs ?? Number.POSITIVE_INFINITY);
+  const entry: { -readonly [K in keyof Entry<T>]: Entry<T>[K] } = {
+    value,
+    version,
+    createdAt,
+    softExpireAt: Math.min(expiry.softExpireAt, scope?.softBoundMs ?? Number.POSITIVE_INFINITY, hardExpireAt),
+    hardExpireAt,
+    loadMs: Math.max(0, now - loadStartedAt),
+  };
+  if (scope?.untracked === true) entry.invalidated = true;
+  if (tags !== undefined && tags.length > 0) entry.tags = [...tags];
+  return entry;
+}
+
+/** True when `entry` is a newer version of the key than `than`. */
+export function isNewer(entry: Entry, than: Entry | undefined): boolean {
+  return than === undefined || entry.version > than.version;
+}
+
+/** The newest (by version) of two entries that may still be served at `now`. */
+export function newestServable(a: Entry | undefined, b: Entry | undefined, now: number): Entry | undefined {
+  const servableA = a !== undefined && isServable(a, now) ? a : undefined;
+  const servableB = b !== undefined && isServable(b, now) ? b : undefined;
+  if (servableA === undefined) return servableB;
+  if (servableB === undefined) return servableA;
+  return servableB.version > servableA.version ? servableB : servableA;
+}

@@ -1,0 +1,83 @@
+import { ConfigurationError } from '../errors/configuration.error.js';
+import type { InvalidationMode, KeyIndex } from '../stores/herd-store.interface.js';
+import type { EngineRuntime } from './engine-runtime.js';
+import type { Entry } from './entry.js';
+import { type ResolvedPolicy, maxLifetimeMs } from './policy.js';
+
+/** Store commands in flight at once while invalidating many keys (a tag, the dependents of a key). */
+export const INVALIDATION_CONCURRENCY = 64;
+
+/**
+ * Writes and invalidations. Each one advances the key's version in the store (also for an absent
+ * key), which revokes its lease and fences every load of it already running; then the keys derived
+ * from it (values whose loaders read it) are invalidated the same way, transitively, before the
+ * call resolves.
+ */
+export class Invalidation {
+  constructor(private readonly runtime: EngineRuntime) {}
+
+  /** Writes `entry` as the key's value (write-through); values derived from the key go stale. */
+  async set(key: string, entry: Entry, policy: ResolvedPolicy): Promise<void> {
+    const { store } = this.runtime;
+    // Indexed before the write: a tag invalidated between the two cannot miss the new value.
+    const untilMs = this.runtime.now() + maxLifetimeMs(policy);
+    await Promise.all((entry.tags ?? []).map((tag) => store.addToIndex({ tag }, key, untilMs)));
+    await store.set(key, entry);
+    await this.#cascade([key], 'stale');
+  }
+
+  /** Marks `key` and its dependents stale; true when `key` held a value. */
+  async expire(key: string): Promise<boolean> {
+    const { existed } = await this.runtime.store.invalidate(key, 'stale');
+    await this.#cascade([key], 'stale');
+    return existed;
+  }
+
+  async delete(key: string): Promise<boolean> {
+    const { existed } = await this.runtime.store.invalidate(key, 'delete');
+    await this.#cascade([key], 'delete');
+    return existed;
+  }
+
+  /** Invalidates every key stored with `tag`, and their dependents; resolves how many held a value. */
+  async tag(tag: string, mode: InvalidationMode): Promise<number> {
+    if (typeof tag !== 'string' || tag.length === 0) {
+      throw new ConfigurationError('tag', 'a tag must be a non-empty string');
+    }
+    const keys = await this.runtime.store.indexMembers({ tag });
+    const existed = await this.#invalidateAll(keys, mode);
+    await this.#cascade(keys, mode);
+    return existed;
+  }
+
+  /** Invalidates, breadth first, every key derived from `roots` (each once, cycles included). */
+  async #cascade(roots: readonly string[], mode: InvalidationMode): Promise<void> {
+    const seen = new Set(roots);
+    let frontier = roots;
+    while (frontier.length > 0) {
+      const found = await inBatches(frontier, (key) => this.runtime.store.indexMembers(inputOf(key)));
+      const next = [...new Set(found.flat())].filter((key) => !seen.has(key));
+      for (const key of next) seen.add(key);
+      await this.#invalidateAll(next, mode);
+      frontier = next;
+    }
+  }
+
+  async #invalidateAll(keys: readonly string[], mode: InvalidationMode): Promise<number> {
+    const results = await inBatches(keys, (key) => this.runtime.store.invalidate(key, mode));
+    return results.filter((result) => result.existed).length;
+  }
+}
+
+function inputOf(key: string): KeyIndex {
+  return { inputOf: key };
+}
+
+/** Runs `task` over `items`, at most {@link INVALIDATION_CONCURRENCY} at a time, in order of results. */
+async function inBatches<I, R>(items: readonly I[], task: (item: I) => Promise<R>): Promise<R[]> {
+  const results: R[] = [];
+  for (let start = 0; start < items.length; start += INVALIDATION_CONCURRENCY) {
+    results.push(...(await Promise.all(items.slice(start, start + INVALIDATION_CONCURRENCY).map(task))));
+  }
+  return results;
+}
