@@ -6,8 +6,9 @@
  * 2. For each consumer app in this folder: a copy in the temp dir depends on the tarball and is
  *    installed from the npm registry with no optional peer (no ioredis, prom-client or
  *    @nestjs/terminus), type-checked with `skipLibCheck: false`, and runs its own unit and e2e
- *    tests; then, for each peer set of the matrix below, the peers are added and it type-checks
- *    again and runs its Redis tests against a redis-server started here.
+ *    tests; the same at the lowest versions the peer ranges admit; then, for each set of optional
+ *    peers in `CONSUMERS`, the peers are added and it type-checks again and runs its Redis tests
+ *    against a redis-server started here.
  *
  * Nothing is written into the repository; the temp dir is removed at the end
  * (HERD_GUARD_KEEP_CONSUMERS=1 keeps it for a look).
