@@ -3,7 +3,9 @@ import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'dist-sample/', '.test-build/', '.bench-build/', 'node_modules/', 'coverage/', 'bench/results/'] },
+  {
+    ignores: ['dist/', 'dist-sample/', '.test-build/', '.bench-build/', 'node_modules/', 'coverage/', 'bench/results/'],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -4,15 +4,14 @@ const config: Config = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.spec.ts'],
+  // The consumer apps run in their own installs (npm run test:package).
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/consumers/'],
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true }],
     // Fastify's inject (light-my-request, CommonJS) require()s the ESM-only cookie@2.
-    '/node_modules/cookie/.+\\.js$': [
-      'ts-jest',
-      { useESM: false, tsconfig: { allowJs: true, module: 'commonjs' } },
-    ],
+    '/node_modules/cookie/.+\\.js$': ['ts-jest', { useESM: false, tsconfig: { allowJs: true, module: 'commonjs' } }],
   },
   transformIgnorePatterns: ['^(?!.*/node_modules/cookie/).*/node_modules/'],
   testTimeout: 30_000,

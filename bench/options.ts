@@ -11,8 +11,42 @@ export interface BenchOptions {
   readonly procs: boolean;
   /** Short smoke run: fewer pods and callers unless given, shorter windows. */
   readonly quick: boolean;
-  /** Where latest.json and the chart go. */
+  /** Where the results go (`--out`); by default see {@link resultFiles}. */
   readonly outDir: string | undefined;
+}
+
+/** Where a run writes its results: a directory (relative to the repository root, or `--out`) and file names. */
+export interface ResultFiles {
+  readonly dir: string;
+  readonly json: string;
+  readonly markdown: string;
+  readonly chart: string;
+}
+
+const DEFAULT_PODS = 8;
+const DEFAULT_CALLERS = 250;
+const DEFAULT_LOADER_MS = 100;
+
+/**
+ * Only a full run (every scenario and contender at the default sizes, in one process or with
+ * --procs) replaces the committed results in bench/results; a --quick or partial run writes the
+ * git-ignored .bench-results/ instead, unless --out names a directory.
+ */
+export function resultFiles(options: BenchOptions): ResultFiles {
+  const full =
+    !options.quick &&
+    options.scenarios.length === 0 &&
+    options.contenders.length === 0 &&
+    options.pods === DEFAULT_PODS &&
+    options.callers === DEFAULT_CALLERS &&
+    options.loaderMs === DEFAULT_LOADER_MS;
+  const suffix = options.procs ? '-procs' : '';
+  return {
+    dir: options.outDir ?? (full ? 'bench/results' : '.bench-results'),
+    json: `latest${suffix}.json`,
+    markdown: `latest${suffix}.md`,
+    chart: `expiry-storm${suffix}.svg`,
+  };
 }
 
 const USAGE = `usage: node .bench-build/bench/run.js [flags]
@@ -23,7 +57,8 @@ const USAGE = `usage: node .bench-build/bench/run.js [flags]
   --procs              one OS process per pod (loader calls counted with a Redis INCR)
   --quick              short smoke run
   --contenders a,b     only these contenders (names as in the tables)
-  --out DIR            results directory (default bench/results)
+  --out DIR            results directory (default: bench/results for a full run,
+                       .bench-results for --quick or a partial run)
   --help`;
 
 export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
@@ -49,9 +84,9 @@ export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
   return {
     scenarios: list(values.get('scenario')).map((id) => id.toUpperCase()),
     contenders: list(values.get('contenders')),
-    pods: positiveInt('pods', values.get('pods'), quick ? 3 : 8),
-    callers: positiveInt('callers', values.get('callers'), quick ? 50 : 250),
-    loaderMs: positiveInt('loader-ms', values.get('loader-ms'), 100),
+    pods: positiveInt('pods', values.get('pods'), quick ? 3 : DEFAULT_PODS),
+    callers: positiveInt('callers', values.get('callers'), quick ? 50 : DEFAULT_CALLERS),
+    loaderMs: positiveInt('loader-ms', values.get('loader-ms'), DEFAULT_LOADER_MS),
     procs: flags.has('procs'),
     quick,
     outDir: values.get('out'),

@@ -2,12 +2,13 @@
  * herd-guard benchmark (issue 6): `npm run bench` compiles with tsconfig.bench.json and runs this
  * file. It starts its own redis-server on a free loopback port, runs the scenarios of
  * bench/scenarios/index.ts against every contender of bench/contenders.ts, prints markdown tables
- * on stdout (progress on stderr), writes bench/results/latest.json and the chart
- * bench/results/expiry-storm.svg. Flags: see `--help`.
+ * on stdout (progress on stderr) and writes them with the raw numbers and the chart: a full run to
+ * bench/results (latest.md, latest.json, expiry-storm.svg; `-procs` names with --procs), a --quick
+ * or partial run to the git-ignored .bench-results/ (see `resultFiles`). Flags: see `--help`.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { RedisServer } from '../test/helpers/redis-server.js';
@@ -16,13 +17,14 @@ import { type ClusterHost, LocalHost, ProcessHost } from './harness/cluster.js';
 import { pinToOneCpu } from './harness/cpu-affinity.js';
 import { renderTable, type Table } from './harness/markdown.js';
 import { renderChart } from './harness/svg-chart.js';
-import { type BenchOptions, parseOptions, USAGE } from './options.js';
+import { type BenchOptions, parseOptions, resultFiles, USAGE } from './options.js';
 import { SCENARIOS } from './scenarios/index.js';
 import { type ChartData, type ScenarioContext, type ScenarioOutcome, type TargetCheck } from './scenarios/scenario.js';
 
 /** The chart shows the first of these scenarios that ran. */
 const CHART_PREFERENCE = ['S4', 'S3'];
-const DEFAULT_OUT_DIR = fileURLToPath(new URL('../../bench/results/', import.meta.url));
+/** The repository root (this file runs from .bench-build/bench/). */
+const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 async function main(): Promise<void> {
   const parsed = parseOptions(process.argv.slice(2));
@@ -35,7 +37,15 @@ async function main(): Promise<void> {
   const contenders =
     options.contenders.length === 0 ? CONTENDERS : CONTENDERS.filter((c) => options.contenders.includes(c.name));
   if (contenders.length === 0) throw new Error(`no contender matches --contenders ${options.contenders.join(',')}`);
-  const outDir = options.outDir ?? DEFAULT_OUT_DIR;
+  const files = resultFiles(options);
+  // --out is relative to where the command runs; the defaults to the repository root.
+  const outDir = options.outDir === undefined ? join(REPO_ROOT, files.dir) : resolve(files.dir);
+  /** Everything printed on stdout, written to the markdown file at the end. */
+  const report: string[] = [];
+  const print = (text: string): void => {
+    console.log(text);
+    report.push(text);
+  };
 
   const redis = await RedisServer.start();
   const runId = Date.now().toString(36);
@@ -65,14 +75,14 @@ async function main(): Promise<void> {
   };
 
   const redisVersion = await redisServerVersion(redis);
-  console.log(header(options, redisVersion, host.mode));
+  print(header(options, redisVersion, host.mode));
   const outcomes: Array<{ id: string; title: string; outcome: ScenarioOutcome }> = [];
   try {
     for (const scenario of scenarios) {
       progress(`${scenario.id} ${scenario.title}`);
       const outcome = await scenario.run(context);
       outcomes.push({ id: scenario.id, title: scenario.title, outcome });
-      for (const table of outcome.tables) console.log(`\n${renderTable(table)}`);
+      for (const table of outcome.tables) print(`\n${renderTable(table)}`);
     }
   } finally {
     await host.shutdown();
@@ -80,10 +90,10 @@ async function main(): Promise<void> {
   }
 
   const targets = outcomes.flatMap(({ outcome }) => outcome.targets);
-  console.log(`\n${renderTable(summaryTable(options, targets))}`);
+  print(`\n${renderTable(summaryTable(options, targets))}`);
 
   mkdirSync(outDir, { recursive: true });
-  const jsonPath = join(outDir, 'latest.json');
+  const jsonPath = join(outDir, files.json);
   writeFileSync(
     jsonPath,
     `${JSON.stringify(
@@ -112,13 +122,15 @@ async function main(): Promise<void> {
   const chart = CHART_PREFERENCE.map((id) => outcomes.find((o) => o.id === id)?.outcome.chart).find(
     (c): c is ChartData => c !== undefined,
   );
-  const written = [jsonPath];
+  const markdownPath = join(outDir, files.markdown);
+  writeFileSync(markdownPath, `${report.join('\n')}\n`);
+  const written = [markdownPath, jsonPath];
   if (chart !== undefined) {
-    const svgPath = join(outDir, 'expiry-storm.svg');
+    const svgPath = join(outDir, files.chart);
     writeFileSync(svgPath, renderChart(chart, HERD_GUARD_REDIS));
     written.push(svgPath);
   }
-  console.log(`\nWrote ${written.join(' and ')}.${chart === undefined ? ' (No chart: run S4 or S3 for it.)' : ''}`);
+  console.log(`\nWrote ${written.join(', ')}.${chart === undefined ? ' (No chart: run S4 or S3 for it.)' : ''}`);
   progress(`done in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
 }
 

@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { HerdEngine } from './core/herd-engine.js';
+import { ConfigurationError } from './errors/configuration.error.js';
 import { EventLogger } from './logging/event-logger.js';
 import { HotKeyTracker } from './metrics/hot-key-tracker.js';
 import { PrometheusMetrics } from './metrics/prometheus-metrics.js';
@@ -7,6 +8,8 @@ import { validateModuleOptions } from './herd-guard-options.validator.js';
 import type { HerdGuardModuleOptions } from './interfaces/herd-guard-module-options.interface.js';
 import type { HerdStore } from './stores/herd-store.interface.js';
 import { MemoryStore } from './stores/memory/memory.store.js';
+import type * as RedisEntry from './redis.js';
+import type { RedisStoreOptions } from './stores/redis/redis-store.options.js';
 
 /** What one module instance runs on. Written once at module start, closed once on shutdown. */
 export interface HerdGuardResources {
@@ -63,11 +66,24 @@ export async function closeResources(resources: HerdGuardResources): Promise<voi
 
 async function openStore(options: HerdGuardModuleOptions): Promise<HerdStore> {
   if (options.redis === undefined) return new MemoryStore(options.memory);
-  // Loaded only when Redis is configured, so this module does not tie an app to ioredis.
-  const { RedisStore } = await import('./stores/redis/redis.store.js');
-  const redis = typeof options.redis === 'string' ? { url: options.redis } : options.redis;
+  const { RedisStore } = await loadRedisEntry();
+  // The option's ioredis fields are typed `object` (see HerdGuardRedisOptions); ioredis checks them.
+  const redis: RedisStoreOptions =
+    typeof options.redis === 'string' ? { url: options.redis } : (options.redis as RedisStoreOptions);
   const store = new RedisStore(options.namespace === undefined ? redis : { namespace: options.namespace, ...redis });
   // Let the first requests find a connection; Redis being down is not fatal (the store starts degraded).
   await store.ready();
   return store;
+}
+
+/** herd-guard/redis, loaded only when Redis is configured, so that an app on the memory store needs no ioredis. */
+async function loadRedisEntry(): Promise<typeof RedisEntry> {
+  try {
+    return await import('./redis.js');
+  } catch (error) {
+    const code = (error as { code?: unknown } | null)?.code;
+    const missing = (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && /ioredis/.test(String(error));
+    if (!missing) throw error;
+    throw new ConfigurationError('redis', 'the Redis store needs ioredis, which is not installed: npm install ioredis');
+  }
 }

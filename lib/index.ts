@@ -41,14 +41,11 @@ export type {
 export { FillSignals } from './stores/fill-signals.js';
 export { MemoryStore } from './stores/memory/memory.store.js';
 export type { MemoryStoreOptions } from './stores/memory/memory.store.js';
-export { RedisStore } from './stores/redis/redis.store.js';
-export type { RedisStoreOptions } from './stores/redis/redis-store.options.js';
-export { RedisKeys } from './stores/redis/redis-keys.js';
-export type { RedisKeyLayout } from './stores/redis/redis-keys.js';
+// The Redis store (and ioredis) is in 'herd-guard/redis' (lib/redis.ts).
 
 // Observability
 export { PrometheusMetrics } from './metrics/prometheus-metrics.js';
-export type { PrometheusMetricsOptions } from './metrics/prometheus-metrics.js';
+export type { PrometheusMetricsOptions, PrometheusRegistry } from './metrics/prometheus-metrics.js';
 export { EventLogger } from './logging/event-logger.js';
 export { HotKeyTracker } from './metrics/hot-key-tracker.js';
 export type { HotKeysSnapshot } from './metrics/hot-key-tracker.js';
@@ -57,6 +54,7 @@ export type {
   HerdGuardHealthDetails,
   HerdGuardHealthOptions,
   HerdGuardHealthResult,
+  HerdGuardHealthStatus,
 } from './health/herd-guard.health.js';
 
 // Errors
@@ -94,5 +92,6 @@ export type {
   HerdGuardModuleExtras,
   HerdGuardModuleOptions,
 } from './interfaces/herd-guard-module-options.interface.js';
+export type { HerdGuardRedisOptions } from './interfaces/herd-guard-redis-options.interface.js';
 export type { HerdLoader } from './interfaces/herd-loader.interface.js';
 export type { WarmEntry, WarmOptions, WarmReport } from './interfaces/warm.interface.js';

@@ -1,4 +1,4 @@
-import type { Duration } from '../lib/index.js';
+import { type Duration, parseDuration } from '../lib/index.js';
 
 /** Everything the sample reads from the environment, with the defaults a newcomer gets. */
 export interface SampleConfig {
@@ -21,8 +21,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): SampleConfi
     redisUrl: env['REDIS_URL'] === '' ? undefined : env['REDIS_URL'],
     databaseFile: env['CATALOG_DB'] ?? 'sample/data/catalog.db',
     queryDelayMs: integer(env['QUERY_DELAY_MS'] ?? '100', 'QUERY_DELAY_MS'),
-    soft: (env['CACHE_SOFT'] ?? '10s') as Duration,
-    hard: (env['CACHE_HARD'] ?? '2m') as Duration,
+    soft: duration(env['CACHE_SOFT'] ?? '10s', 'CACHE_SOFT'),
+    hard: duration(env['CACHE_HARD'] ?? '2m', 'CACHE_HARD'),
   };
 }
 
@@ -31,4 +31,19 @@ function integer(raw: string, name: string): number {
   if (!Number.isInteger(value) || value < 0)
     throw new Error(`${name} must be a non-negative integer, received "${raw}"`);
   return value;
+}
+
+/**
+ * A duration from the environment needs its unit (`2s`, `500ms`, `5m`): a bare `2` could mean
+ * seconds or milliseconds, and guessing wrong silently makes the cache 1,000 times off.
+ */
+function duration(raw: string, name: string): Duration {
+  if (/^\s*\d+(\.\d+)?\s*$/.test(raw)) {
+    const n = raw.trim();
+    throw new Error(
+      `${name}=${n} needs a unit: ${n}s, ${n}ms, ${n}m, ${n}h or ${n}d (a bare number could mean seconds or milliseconds)`,
+    );
+  }
+  parseDuration(raw, name); // throws a ConfigurationError naming the variable
+  return raw as Duration;
 }

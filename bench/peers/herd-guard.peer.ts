@@ -11,14 +11,8 @@
  * (jitter 0.1, lease 5 s, wait 5 s, stale-while-revalidate on, backoff 1 s..30 s). The per-call
  * policy object is built once per distinct TTL and reused, as a decorator or a service would.
  */
-import {
-  type CachePolicy,
-  HerdEngine,
-  type HerdStore,
-  MemoryStore,
-  type ReadOptions,
-  RedisStore,
-} from '../../lib/index.js';
+import { type CachePolicy, HerdEngine, type HerdStore, MemoryStore, type ReadOptions } from '../../lib/index.js';
+import { RedisStore } from '../../lib/redis.js';
 
 import { type PeerFactory, type PeerLoader, type PeerPod, type PeerTtl } from './peer.js';
 

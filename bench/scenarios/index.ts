@@ -1,6 +1,6 @@
 /**
- * The scenarios `npm run bench` knows, in run order. A new scenario (S7, the HTTP one) is a module
- * exporting a `Scenario` and one line here.
+ * The scenarios `npm run bench` knows, in run order. A new scenario is a module exporting a
+ * `Scenario` and one line here.
  */
 import { s1ColdHerd, s2SoftExpiredHerd, s3HardExpiredHerd } from './herd.js';
 import { s4SteadyChurn } from './s4-steady-churn.js';

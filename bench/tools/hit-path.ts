@@ -17,7 +17,8 @@
  */
 import { Redis } from 'ioredis';
 
-import { decodeEntry, HerdEngine, MemoryStore, type ReadOptions, RedisStore } from '../../lib/index.js';
+import { decodeEntry, HerdEngine, MemoryStore, type ReadOptions } from '../../lib/index.js';
+import { RedisStore } from '../../lib/redis.js';
 import { RedisServer } from '../../test/helpers/redis-server.js';
 
 const args = process.argv.slice(2);

@@ -2,9 +2,12 @@ import { Injectable } from '@nestjs/common';
 import type { BreakerState, StoreStatus } from '../stores/herd-store.interface.js';
 import { HerdGuardService } from '../herd-guard.service.js';
 
+/** A health status as `@nestjs/terminus` reads it (terminus 11 knows only `up` and `down`). */
+export type HerdGuardHealthStatus = 'up' | 'degraded' | 'down';
+
 /** What the indicator reports under its key; the shape `@nestjs/terminus` expects of an indicator. */
-export interface HerdGuardHealthDetails {
-  readonly status: 'up' | 'degraded' | 'down';
+export interface HerdGuardHealthDetails<Status extends HerdGuardHealthStatus = HerdGuardHealthStatus> {
+  readonly status: Status;
   /** `memory` or `redis`. */
   readonly store: string;
   readonly storeStatus: StoreStatus;
@@ -14,21 +17,28 @@ export interface HerdGuardHealthDetails {
   readonly inflight: number;
 }
 
-export type HerdGuardHealthResult<Key extends string> = Record<Key, HerdGuardHealthDetails>;
+export type HerdGuardHealthResult<
+  Key extends string,
+  Status extends HerdGuardHealthStatus = HerdGuardHealthStatus,
+> = Record<Key, HerdGuardHealthDetails<Status>>;
 
-export interface HerdGuardHealthOptions {
+export interface HerdGuardHealthOptions<Degraded extends HerdGuardHealthStatus = HerdGuardHealthStatus> {
   /**
-   * Report a degraded store (Redis unreachable, breaker open) as `down` instead of `degraded`. Off by
-   * default: while degraded, herd-guard still answers (from this process), so taking the pod out of
-   * rotation usually makes things worse.
+   * What a degraded store (Redis unreachable, breaker open) is reported as. Default `'degraded'`:
+   * terminus 12 keeps the check at HTTP 200 with the overall status `degraded`. Terminus 11 knows
+   * only `up` and `down` (it drops any other status): use `'up'` there; the details still say
+   * `storeStatus: 'degraded'`. `'down'` takes the pod out of rotation, which usually makes things
+   * worse: while degraded, herd-guard still answers from this process.
    */
+  readonly degradedAs?: Degraded;
+  /** Same as `degradedAs: 'down'` (wins over `degradedAs`). */
   readonly failWhenDegraded?: boolean;
 }
 
 /**
  * A `@nestjs/terminus` health indicator for the cache: whether the store is reachable, degraded or
  * closed, and the breaker state. With terminus 12, `degraded` keeps the check at HTTP 200 and makes
- * the overall status `degraded`.
+ * the overall status `degraded`; with terminus 11 (Nest 11), ask for `{ degradedAs: 'up' }`.
  *
  * ```ts
  * @Get('health') @HealthCheck()
@@ -39,17 +49,13 @@ export interface HerdGuardHealthOptions {
 export class HerdGuardHealthIndicator {
   constructor(private readonly cache: HerdGuardService) {}
 
-  isHealthy<const Key extends string = 'herdGuard'>(
+  isHealthy<const Key extends string = 'herdGuard', const Degraded extends HerdGuardHealthStatus = 'degraded'>(
     key: Key = 'herdGuard' as Key,
-    options: HerdGuardHealthOptions = {},
-  ): Promise<HerdGuardHealthResult<Key>> {
+    options: HerdGuardHealthOptions<Degraded> = {},
+  ): Promise<HerdGuardHealthResult<Key, 'up' | 'down' | Degraded>> {
     const health = this.cache.health();
-    const status =
-      health.status === 'up'
-        ? 'up'
-        : health.status === 'degraded' && options.failWhenDegraded !== true
-          ? 'degraded'
-          : 'down';
+    const degradedAs = options.failWhenDegraded === true ? 'down' : (options.degradedAs ?? 'degraded');
+    const status = health.status === 'up' ? 'up' : health.status === 'degraded' ? degradedAs : 'down';
     const details: HerdGuardHealthDetails = {
       status,
       store: this.cache.engine.store.name,
@@ -58,6 +64,6 @@ export class HerdGuardHealthIndicator {
       inflight: this.cache.engine.activity().inflight,
       ...(health.reason === undefined ? {} : { reason: health.reason }),
     };
-    return Promise.resolve({ [key]: details } as HerdGuardHealthResult<Key>);
+    return Promise.resolve({ [key]: details } as HerdGuardHealthResult<Key, 'up' | 'down' | Degraded>);
   }
 }

@@ -3,7 +3,7 @@ import type { CachePolicy } from '../core/policy.js';
 import type { PrometheusMetricsOptions } from '../metrics/prometheus-metrics.js';
 import type { HerdStore } from '../stores/herd-store.interface.js';
 import type { MemoryStoreOptions } from '../stores/memory/memory.store.js';
-import type { RedisStoreOptions } from '../stores/redis/redis-store.options.js';
+import type { HerdGuardRedisOptions } from './herd-guard-redis-options.interface.js';
 
 /**
  * Options of `HerdGuardModule.forRoot()` (and the result of the `forRootAsync()` factory).
@@ -13,10 +13,11 @@ export interface HerdGuardModuleOptions {
   /** A store you created and own: the module uses it and never closes it. */
   readonly store?: HerdStore;
   /**
-   * Redis, by URL (`redis://host:6379`) or {@link RedisStoreOptions}. The module opens the store at
-   * start and closes it on application shutdown (a `client` you pass inside stays yours).
+   * Redis, by URL (`redis://host:6379`) or the options of `RedisStore` ({@link HerdGuardRedisOptions}).
+   * The module loads `herd-guard/redis` (and so ioredis) only then, opens the store at start and
+   * closes it on application shutdown (a `client` you pass inside stays yours).
    */
-  readonly redis?: string | RedisStoreOptions;
+  readonly redis?: string | HerdGuardRedisOptions;
   /** Options of the default in-memory store (only when neither `store` nor `redis` is given). */
   readonly memory?: MemoryStoreOptions;
   /**

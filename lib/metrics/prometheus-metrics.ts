@@ -5,9 +5,19 @@ import type { HerdEngine } from '../core/herd-engine.js';
 import { ConfigurationError } from '../errors/configuration.error.js';
 import { isLoaderFailure } from '../errors/loader-failure.js';
 
+/**
+ * What herd-guard uses of a prom-client `Registry` (any prom-client 15 `Registry` is one). Declared
+ * here so that herd-guard's type declarations never name prom-client, an optional peer: an app
+ * without metrics type-checks without it installed.
+ */
+export interface PrometheusRegistry {
+  getSingleMetric(name: string): unknown;
+  registerMetric(metric: object): void;
+}
+
 export interface PrometheusMetricsOptions {
-  /** Where to register. Default: prom-client's default registry. Pass your app's registry to share it. */
-  readonly registry?: Registry;
+  /** Where to register: a prom-client `Registry`. Default: prom-client's default registry. Pass your app's registry to share it. */
+  readonly registry?: PrometheusRegistry;
   /** Prefix of every metric name. Default `herd_guard_`. */
   readonly prefix?: string;
   /** Value of the `cache` label, to tell several caches of one app apart. Default `default`. */
@@ -31,7 +41,8 @@ const gaugeSources = new WeakMap<object, Map<string, HerdEngine>>();
  * the hottest keys are in {@link HerdGuardService.metrics} instead.
  */
 export class PrometheusMetrics {
-  readonly registry: Registry;
+  /** The prom-client `Registry` the metrics are in. */
+  readonly registry: PrometheusRegistry;
   readonly #unsubscribe: () => void;
   readonly #cacheName: string;
   readonly #gauges: Gauge[];
@@ -43,7 +54,8 @@ export class PrometheusMetrics {
     this.registry = options.registry ?? client.register;
     const cache = (this.#cacheName = options.cacheName ?? 'default');
     const buckets = [...(options.buckets ?? DEFAULT_BUCKETS)];
-    const registers = [this.registry];
+    // A prom-client Registry, by the type of `options.registry` or as prom-client's own default.
+    const registers = [this.registry as Registry];
     const counter = <L extends string>(name: string, help: string, labelNames: L[]): Counter<L | 'cache'> =>
       this.#metric(
         `${prefix}${name}`,

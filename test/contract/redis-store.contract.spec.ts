@@ -1,5 +1,5 @@
 import { afterAll, beforeAll } from '@jest/globals';
-import { RedisStore } from '../../lib/index.js';
+import { RedisStore } from '../../lib/redis.js';
 import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
 import { describeStoreContract } from './store.contract.js';
 

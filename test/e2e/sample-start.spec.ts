@@ -87,3 +87,39 @@ describe('npm start, as a newcomer runs it', () => {
     await exited;
   }, 120_000);
 });
+
+describe('npm start --silent with LOG_FORMAT=json', () => {
+  it('prints one JSON object per line from the first line on, the start banner included', async () => {
+    const port = await freePort();
+    let stdout = '';
+    let stderr = '';
+    child = spawn('npm', ['start', '--silent'], {
+      cwd: ROOT,
+      detached: true,
+      env: {
+        ...process.env,
+        PORT: String(port),
+        CATALOG_DB: join(dataDir, 'catalog-json.db'),
+        REDIS_URL: '',
+        LOG_FORMAT: 'json',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    await waitForHttp(`http://127.0.0.1:${port}/health`, child, () => stdout + stderr);
+    const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
+    process.kill(-child.pid!, 'SIGTERM');
+    await exited;
+
+    const lines = (stdout + stderr).split('\n').filter((line) => line.trim() !== '');
+    expect(lines.length).toBeGreaterThan(3);
+    for (const line of lines) {
+      expect(() => JSON.parse(line)).not.toThrow();
+      expect(JSON.parse(line)).toMatchObject({ level: expect.any(String), message: expect.anything() });
+    }
+    expect(lines.map((line) => JSON.parse(line) as { message: unknown })).toContainEqual(
+      expect.objectContaining({ message: expect.stringContaining('memory store') }),
+    );
+  }, 120_000);
+});

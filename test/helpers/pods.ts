@@ -1,5 +1,6 @@
 import { Cluster, type Redis } from 'ioredis';
-import { type CachePolicy, HerdEngine, RedisStore, type RedisStoreOptions } from '../../lib/index.js';
+import { type CachePolicy, HerdEngine } from '../../lib/index.js';
+import { RedisStore, type RedisStoreOptions } from '../../lib/redis.js';
 
 /** One simulated pod: its own Redis connections, its own memory, its own engine. */
 export interface Pod {

@@ -1,12 +1,5 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import {
-  type CachePolicy,
-  type Entry,
-  HerdEngine,
-  RedisStore,
-  type RedisStoreOptions,
-  encodeEntry,
-} from '../../lib/index.js';
+import { type CachePolicy, type Entry, HerdEngine, encodeEntry } from '../../lib/index.js';
+import { RedisStore, type RedisStoreOptions } from '../../lib/redis.js';
 import { deferred, sleep, until } from '../helpers/deferred.js';
 import { encodeFillMessage } from '../../lib/stores/redis/fill-message.js';
 import { FaultProxy, stopAllFaultProxies } from '../helpers/fault-proxy.js';

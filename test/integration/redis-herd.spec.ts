@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { type Entry, HerdEngine, RedisStore, encodeEntry } from '../../lib/index.js';
+import { type Entry, HerdEngine, encodeEntry } from '../../lib/index.js';
+import { RedisStore } from '../../lib/redis.js';
 import { sleep, until } from '../helpers/deferred.js';
 import { type Pod, countedLoader, startPods, stopPods } from '../helpers/pods.js';
 import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';

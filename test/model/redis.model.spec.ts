@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, it } from '@jest/globals';
-import { HerdEngine, RedisStore } from '../../lib/index.js';
+import { HerdEngine } from '../../lib/index.js';
+import { RedisStore } from '../../lib/redis.js';
 import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
 import { MODEL_POLICY, MODEL_TIMEOUT_MS, checkModel } from './engine.model.js';
 

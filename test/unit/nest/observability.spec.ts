@@ -96,6 +96,15 @@ describe('HerdGuardModule observability', () => {
     });
   });
 
+  it('reports a degraded store as up with degradedAs: up, for terminus 11, which knows only up and down', async () => {
+    context = await startContext(HerdGuardModule.forRoot({ store: new DegradedStore(), logging: false }));
+    const result = await context.get(HerdGuardHealthIndicator).isHealthy('cache', { degradedAs: 'up' });
+    // Typed without 'degraded', so terminus 11's HealthIndicatorResult accepts it.
+    const status: 'up' | 'down' = result.cache.status;
+    expect(status).toBe('up');
+    expect(result.cache).toMatchObject({ storeStatus: 'degraded', breaker: 'open', reason: 'connect ECONNREFUSED' });
+  });
+
   it.each([
     [{ metrics: 'yes' }, 'metrics'],
     [{ logging: 42 }, 'logging'],

@@ -1,0 +1,30 @@
+/**
+ * The `redis` option of `HerdGuardModule.forRoot()`: the fields of `RedisStoreOptions` (from
+ * `herd-guard/redis`), with the ioredis types left open (`object`), so that the declarations of the
+ * root entry never name ioredis and an app on the memory store type-checks without it installed.
+ * For ioredis's own types in your options, write them as `RedisStoreOptions`:
+ * `redis: { redisOptions: { ... } } satisfies RedisStoreOptions`.
+ */
+export interface HerdGuardRedisOptions {
+  /** `redis://[:password@]host:port[/db]` or `rediss://...`. */
+  readonly url?: string;
+  /** ioredis `RedisOptions` for a connection herd-guard opens (merged over its safe defaults). */
+  readonly redisOptions?: object;
+  /** Seed nodes of a Redis Cluster herd-guard connects to, and ioredis `ClusterOptions`. */
+  readonly cluster?: {
+    readonly nodes: ReadonlyArray<string | { host: string; port: number }>;
+    readonly options?: object;
+  };
+  /** An ioredis `Redis` or `Cluster` you own (never closed by herd-guard). */
+  readonly client?: object;
+  /** Prefix of every key, so several apps can share one Redis. Default `hg`. */
+  readonly namespace?: string;
+  /** A command that takes longer fails (and counts towards the breaker). Default `'500ms'`. */
+  readonly commandTimeout?: number | string;
+  /** Consecutive failures that open the breaker; while open, Redis is not waited on. Default 5. */
+  readonly breakerThreshold?: number;
+  /** How long the breaker stays open before one probe command is let through. Default `'2s'`. */
+  readonly breakerCooldown?: number | string;
+  /** Envelopes kept in process to answer from while Redis is unreachable. Default 1,000; 0 disables. */
+  readonly fallbackEntries?: number;
+}
