@@ -1,3 +1,4 @@
+import { MAX_HOT_KEYS } from './core/hot-keys.js';
 import { resolvePolicy } from './core/policy.js';
 import { ConfigurationError } from './errors/configuration.error.js';
 import { isValidNamespace } from './stores/redis/redis-keys.js';
@@ -90,8 +91,14 @@ export function validateModuleOptions(input: unknown): HerdGuardModuleOptions {
   ) {
     throw new ConfigurationError('logging', `expected true, false or a LoggerService, received ${describe(logging)}`);
   }
-  if (hotKeys !== undefined && !(Number.isInteger(hotKeys) && (hotKeys as number) >= 0)) {
-    throw new ConfigurationError('hotKeys', `expected an integer >= 0, received ${describe(hotKeys)}`);
+  if (
+    hotKeys !== undefined &&
+    !(Number.isInteger(hotKeys) && (hotKeys as number) >= 0 && (hotKeys as number) <= MAX_HOT_KEYS)
+  ) {
+    throw new ConfigurationError(
+      'hotKeys',
+      `expected an integer from 0 to ${MAX_HOT_KEYS}, received ${describe(hotKeys)}`,
+    );
   }
   return input as HerdGuardModuleOptions;
 }

@@ -39,7 +39,10 @@ export interface HerdGuardModuleOptions {
    * `false` disables. Default `true`.
    */
   readonly logging?: boolean | LoggerService;
-  /** How many counters the hot-key summary keeps (most read / most loaded keys). `0` disables. Default 64. */
+  /**
+   * How many counters the hot-key summary keeps (most read / most loaded keys), at most 10,000; each
+   * read costs O(1) whatever the number. `0` disables. Default 64.
+   */
   readonly hotKeys?: number;
 }
 

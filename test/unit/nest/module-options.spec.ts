@@ -62,6 +62,7 @@ describe('HerdGuardModule options', () => {
     ['a url inside redis of another scheme', { redis: { url: 'http://localhost:6379' } }, 'redis.url'],
     ['an unknown field inside redis', { redis: { url: 'redis://127.0.0.1:6390', timeout: 100 } }, 'redis.timeout'],
     ['a misspelt field inside redis', { redis: { url: 'redis://127.0.0.1:6390', namspace: 'app' } }, 'redis.namspace'],
+    ['a hot-key summary larger than it may be', { hotKeys: 10_001 }, 'hotKeys'],
     [
       'a bad Redis store option',
       { redis: { url: 'redis://127.0.0.1:6390', breakerThreshold: 0 } },
