@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { ClosedError } from '../errors/closed.error.js';
 import { ConfigurationError } from '../errors/configuration.error.js';
 import { LoaderTimeoutError } from '../errors/loader-timeout.error.js';
@@ -16,7 +17,13 @@ import { type FillMode, FillProtocol, newEntry } from './fill-protocol.js';
 import { Invalidation } from './invalidation.js';
 import type { LoadScope } from './load-scope.js';
 import type { Loader } from './loader.js';
-import { type CachePolicy, type ResolvedPolicy, resolvePolicy, shouldRefreshEarly } from './policy.js';
+import {
+  type CachePolicy,
+  type ResolvedPolicy,
+  policyFingerprint,
+  resolvePolicy,
+  shouldRefreshEarly,
+} from './policy.js';
 import { type ReadOptions, type ReadResult, toResult } from './read-result.js';
 import type { StatsSnapshot } from './stats.js';
 
@@ -55,11 +62,15 @@ interface Answer<T> {
   readonly path: ReadPath;
 }
 
-/** One store read and its routing, shared by the callers of a key that arrive in the same tick. */
+/**
+ * One store read and its routing, shared by the callers of a key that arrive in the same tick with
+ * the same policy and tags (by value) and no limits of their own (signal, timeout).
+ */
 interface SharedRead {
   /** Callers that joined after the first. Written by `#read` while the read is in the map only. */
   joiners: number;
-  readonly options: ReadOptions | undefined;
+  readonly policy: ResolvedPolicy;
+  readonly tags: readonly string[] | undefined;
   /** The first caller's answer, which every joiner receives. Written once, right after creation. */
   promise: Promise<unknown>;
 }
@@ -79,8 +90,10 @@ export class HerdEngine {
   readonly #invalidation: Invalidation;
   readonly #defaults: ResolvedPolicy;
   readonly #defaultInput: CachePolicy | undefined;
-  /** Per-call policies resolved once per policy object (decorators pass the same object every call). */
+  /** Per-call policies resolved once per policy object (decorators pass the same object every call)... */
   readonly #policies = new WeakMap<CachePolicy, ResolvedPolicy>();
+  /** ...and once per set of values, for policies written inline (a new object each call). Bounded. */
+  readonly #policiesByValue = new LRUCache<string, ResolvedPolicy>({ max: 256 });
   /**
    * Store reads joinable by callers of the same key and options, only until the end of the tick
    * that sent them: a caller arriving later may come after an invalidation, so it reads anew.
@@ -202,10 +215,14 @@ export class HerdEngine {
   policyFor(policy: CachePolicy | undefined): ResolvedPolicy {
     if (policy === undefined) return this.#defaults;
     let resolved = this.#policies.get(policy);
+    if (resolved !== undefined) return resolved;
+    const fingerprint = typeof policy === 'object' && policy !== null ? policyFingerprint(policy) : undefined;
+    resolved = fingerprint === undefined ? undefined : this.#policiesByValue.get(fingerprint);
     if (resolved === undefined) {
       resolved = resolvePolicy(policy, this.#defaultInput);
-      this.#policies.set(policy, resolved);
+      if (fingerprint !== undefined) this.#policiesByValue.set(fingerprint, resolved);
     }
+    this.#policies.set(policy, resolved);
     return resolved;
   }
 
@@ -274,10 +291,11 @@ export class HerdEngine {
     // Inside a loader: this key is an input of the value being loaded.
     const scope = this.#runtime.scopes.current();
     if (scope !== undefined) return this.#readInput(scope, key, loader, policy, options, full);
-    if (!full) {
-      // Callers of a key with the same options share a store read sent in this tick (and its routing).
+    const shareable = !full && options?.signal === undefined && options?.timeout === undefined;
+    if (shareable) {
+      // Callers of a key with the same policy and tags share a store read sent in this tick (and its routing).
       const shared = this.#sharedReads.get(key);
-      if (shared !== undefined && shared.options === options) {
+      if (shared !== undefined && shared.policy === policy && sameTags(shared.tags, options?.tags)) {
         shared.joiners += 1;
         return shared.promise as Promise<T>;
       }
@@ -292,7 +310,9 @@ export class HerdEngine {
     if (!(found instanceof Promise)) {
       return Promise.resolve(this.#route(key, found, loader, policy, options, startedAt, full, undefined));
     }
-    const shared: SharedRead | undefined = full ? undefined : { joiners: 0, options, promise: NOT_ROUTED };
+    const shared: SharedRead | undefined = shareable
+      ? { joiners: 0, policy, tags: options?.tags, promise: NOT_ROUTED }
+      : undefined;
     const routed = found.then(
       (snapshot) => this.#route(key, snapshot, loader, policy, options, startedAt, full, shared),
       (error: unknown) =>
@@ -477,6 +497,12 @@ export class HerdEngine {
     }
     return full ? toResult(entry, path, revalidated) : entry.value;
   }
+}
+
+function sameTags(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {
+  if (a === b) return true;
+  if (a === undefined || b === undefined || a.length !== b.length) return false;
+  return a.every((tag, i) => tag === b[i]);
 }
 
 function assertLoader(loader: unknown): void {

@@ -396,14 +396,27 @@ describe('HerdEngine read path', () => {
     expect(store.reads).toBe(1);
     expect(engine.stats().reads.fresh).toBe(100);
     expect(events.filter((event) => event.type === 'read' && event.path === 'fresh')).toHaveLength(100);
-    // Different options (or read(), which answers per caller) do not share.
+    // Options written inline share by value; other values (or read(), which answers per caller) do not.
     store.reads = 0;
     await Promise.all([
-      engine.getOrLoad('k', () => 'x', { tags: ['a'] }),
-      engine.getOrLoad('k', () => 'x', { tags: ['a'] }),
+      engine.getOrLoad('k', () => 'x', { tags: ['a'], policy: { soft: '1m' } }),
+      engine.getOrLoad('k', () => 'x', { tags: ['a'], policy: { soft: '1m' } }),
+      engine.getOrLoad('k', () => 'x', { tags: ['b'], policy: { soft: '1m' } }),
+      engine.getOrLoad('k', () => 'x', { tags: ['a'], policy: { soft: '2m' } }),
       engine.read('k', () => 'x'),
     ]);
-    expect(store.reads).toBe(3);
+    expect(store.reads).toBe(4);
+  });
+
+  it('resolves a policy written inline once per set of values, not once per call', () => {
+    const engine = new HerdEngine({ policy: { soft: '10s' } });
+    const first = engine.policyFor({ soft: '1m', backoff: { initial: '2s' } });
+    expect(engine.policyFor({ backoff: { initial: '2s' }, soft: '1m' })).toBe(first);
+    expect(engine.policyFor({ soft: '1m', backoff: { initial: '3s' } })).not.toBe(first);
+    expect(engine.policyFor({ soft: 60_000 })).not.toBe(first);
+    // A bad policy is still refused every time.
+    expect(() => engine.policyFor({ soft: '1m', sfot: '2m' } as never)).toThrow(/policy\.sfot/);
+    expect(() => engine.policyFor({ soft: '1m', sfot: '2m' } as never)).toThrow(/policy\.sfot/);
   });
 
   it('counts callers sharing a read that turns into a load as coalesced, with one loader call', async () => {
