@@ -27,7 +27,7 @@ const REDIS_FIELDS: ReadonlySet<string> = new Set(
     commandTimeout: true,
     breakerThreshold: true,
     breakerCooldown: true,
-    fallbackEntries: true,
+    nearCache: true,
   } satisfies Record<keyof RedisStoreOptions, true>),
 );
 const STORE_METHODS = [

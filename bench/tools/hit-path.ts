@@ -48,7 +48,7 @@ const rawKey = store.keys.for('k').value;
 const subjects: Record<string, () => Promise<unknown>> = {
   raw: () => raw.get(rawKey),
   'raw+decode': () => raw.get(rawKey).then(decodeEntry),
-  store: () => store.get('k'),
+  store: async () => store.get('k'),
   engine: () => engine.getOrLoad('k', loader, options),
   'engine-memory': () => memory.getOrLoad('k', loader, options),
 };

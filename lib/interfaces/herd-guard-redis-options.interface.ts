@@ -25,6 +25,11 @@ export interface HerdGuardRedisOptions {
   readonly breakerThreshold?: number;
   /** How long the breaker stays open before one probe command is let through. Default `'2s'`. */
   readonly breakerCooldown?: number | string;
-  /** Envelopes kept in process to answer from while Redis is unreachable. Default 1,000; 0 disables. */
-  readonly fallbackEntries?: number;
+  /**
+   * The near cache: copies of envelopes in this process, kept coherent by the notifications, that
+   * answer hits with no round trip while the subscription is known to be live, and (as stale) while
+   * Redis is unreachable. `false` answers every hit from Redis (copies are then only the outage
+   * fallback). Default `true`: `{ maxEntries: 10_000, maxBytes: 64 MiB }`.
+   */
+  readonly nearCache?: boolean | { readonly maxEntries?: number; readonly maxBytes?: number };
 }

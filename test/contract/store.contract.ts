@@ -29,7 +29,7 @@ export function describeStoreContract(name: string, create: () => Promise<StoreF
     let store: HerdStore;
     /** The other process when the store is shared, else the same store. */
     let other: HerdStore;
-    const read = async (key: string, from: HerdStore = store): Promise<StoreSnapshot> => from.get(key);
+    const read = async (key: string, from: HerdStore = store): Promise<StoreSnapshot> => await from.get(key);
 
     beforeEach(async () => {
       fixture = await create();

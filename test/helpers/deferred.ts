@@ -38,3 +38,16 @@ export function sleep(ms: number): Promise<void> {
 export function activeTimers(): number {
   return process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
 }
+
+/** Resolves once the asynchronous `condition()` holds, checking every 2 ms; fails after `limitMs`. */
+export async function eventually(
+  condition: () => Promise<boolean>,
+  limitMs = 5_000,
+  what = 'condition',
+): Promise<void> {
+  const giveUpAt = Date.now() + limitMs;
+  while (!(await condition())) {
+    if (Date.now() > giveUpAt) throw new Error(`Timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+}

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { eventually } from '../helpers/deferred.js';
 import { countedLoader, startPods, stopPods } from '../helpers/pods.js';
 import { RedisClusterFixture, stopAllRedisServers } from '../helpers/redis-server.js';
 
@@ -51,6 +52,12 @@ describe('Redis Cluster (3 masters)', () => {
           path: 'fresh',
         });
       await expect(pods[1]!.engine.expireTag('products')).resolves.toBe(30);
+      // The other pod's near cache hears of it within a notification's travel time.
+      await eventually(
+        async () => (await pods[0]!.engine.peek('product:7'))?.path === 'stale',
+        2_000,
+        'pod 0 to see the expiry',
+      );
       await expect(pods[0]!.engine.read('product:7', async () => 'refreshed')).resolves.toMatchObject({
         value: 'product:7',
         path: 'stale',

@@ -1,8 +1,8 @@
 import { type CachePolicy, type Entry, HerdEngine, encodeEntry } from '../../lib/index.js';
 import { RedisStore, type RedisStoreOptions } from '../../lib/redis.js';
 import { deferred, sleep, until } from '../helpers/deferred.js';
-import { encodeFillMessage } from '../../lib/stores/redis/fill-message.js';
 import { FaultProxy, stopAllFaultProxies } from '../helpers/fault-proxy.js';
+import { told } from '../helpers/notifications.js';
 import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
 
 let server: RedisServer;
@@ -39,24 +39,6 @@ async function pods(count: number, policy?: CachePolicy, store: Partial<RedisSto
   const all = Array.from({ length: count }, () => pod(namespace, server.url, policy, store));
   await Promise.all(all.map((each) => each.store.ready(10_000)));
   return { namespace, pods: all };
-}
-
-/**
- * Resolves once `store` has received every notification published so far: a marker published now
- * arrives after them (one subscriber connection delivers in publish order).
- */
-async function told(store: RedisStore): Promise<void> {
-  const marker = `marker-${Math.random()}`;
-  const watch = store.watchFill(marker);
-  const raw = server.client();
-  try {
-    const woken = watch.next(5_000);
-    await raw.publish(store.keys.channel, encodeFillMessage('release', 1, marker));
-    if (!(await woken)) throw new Error('the notification marker never arrived');
-  } finally {
-    watch.close();
-    raw.disconnect();
-  }
 }
 
 function counted<T>(value: () => T | Promise<T>) {
@@ -200,7 +182,7 @@ describe('Redis faults: the fallback honours invalidations', () => {
       await Promise.all([cut.store.ready(), other.store.ready()]);
       await cut.engine.getOrLoad('k', async () => 'before');
       await invalidate(other.engine);
-      await told(cut.store);
+      await told(server, cut.store);
       proxy.blackhole();
       const read = await cut.engine.read('k', async () => 'loaded during the outage');
       expect(read.path === 'fresh' && read.value === 'before').toBe(false);
@@ -211,7 +193,12 @@ describe('Redis faults: the fallback honours invalidations', () => {
   it('serves values it saw before Redis went down as stale, never fresh', async () => {
     const proxy = await FaultProxy.start(server);
     const namespace = `faults${(run += 1)}`;
-    const cut = pod(namespace, proxy.url, { soft: '1h' }, { commandTimeout: '100ms', breakerThreshold: 1 });
+    const cut = pod(
+      namespace,
+      proxy.url,
+      { soft: '1h' },
+      { commandTimeout: '100ms', breakerThreshold: 1, nearCache: false },
+    );
     await cut.store.ready();
     await cut.engine.getOrLoad('k', async () => 'before');
     proxy.blackhole();

@@ -143,12 +143,24 @@ export function validateStoreOptions(options: RedisStoreOptions): void {
   if (threshold !== undefined && (!Number.isInteger(threshold) || threshold < 1)) {
     throw new ConfigurationError('redis.breakerThreshold', `expected a positive integer, received ${threshold}`);
   }
-  const fallback = options.fallbackEntries;
-  if (fallback !== undefined && (!Number.isInteger(fallback) || fallback < 0)) {
-    throw new ConfigurationError('redis.fallbackEntries', `expected an integer >= 0, received ${fallback}`);
-  }
+  validateNearCache(options.nearCache);
   if (options.commandTimeout !== undefined && parseDuration(options.commandTimeout, 'redis.commandTimeout') <= 0) {
     throw new ConfigurationError('redis.commandTimeout', 'must be greater than 0');
+  }
+}
+
+function validateNearCache(near: unknown): void {
+  if (near === undefined || typeof near === 'boolean') return;
+  if (typeof near !== 'object' || near === null || Array.isArray(near)) {
+    throw new ConfigurationError('redis.nearCache', 'expected true, false or { maxEntries, maxBytes }');
+  }
+  for (const [name, value] of Object.entries(near)) {
+    if (name !== 'maxEntries' && name !== 'maxBytes') {
+      throw new ConfigurationError(`redis.nearCache.${name}`, 'unknown option; known options are maxEntries, maxBytes');
+    }
+    if (!Number.isSafeInteger(value) || (value as number) < 1) {
+      throw new ConfigurationError(`redis.nearCache.${name}`, `expected a positive integer, received ${String(value)}`);
+    }
   }
 }
 

@@ -1,4 +1,5 @@
 import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
+import type { NearCacheOptions } from './near-cache.js';
 
 /**
  * How to reach Redis: a URL, ioredis options, or a client you own (a `Redis` or a `Cluster`). A
@@ -25,6 +26,11 @@ export interface RedisStoreOptions {
   readonly breakerThreshold?: number;
   /** How long the breaker stays open before one probe command is let through. Default `'2s'`. */
   readonly breakerCooldown?: number | string;
-  /** Envelopes kept in process to answer from while Redis is unreachable. Default 1,000; 0 disables. */
-  readonly fallbackEntries?: number;
+  /**
+   * The near cache: copies of envelopes in this process, kept coherent by the notifications, that
+   * answer hits with no round trip while the subscription is known to be live, and (as stale) while
+   * Redis is unreachable. `false` answers every hit from Redis (copies are then only the outage
+   * fallback). Default `true`: `{ maxEntries: 10_000, maxBytes: 64 MiB }`.
+   */
+  readonly nearCache?: boolean | NearCacheOptions;
 }

@@ -35,16 +35,17 @@ import {
 } from './redis-connection.js';
 import { RedisKeys } from './redis-keys.js';
 import type { RedisStoreOptions } from './redis-store.options.js';
-import { SeenEntries } from './seen-entries.js';
+import { NEAR_CACHE_DEFAULTS, NearCache } from './near-cache.js';
 
-/** A notified envelope is handed to a follower only this soon after it arrived. */
-const PRIMED_TTL_MS = 1_000;
-const MAX_PRIMED = 1_000;
+/** How often the store publishes a heartbeat it expects to hear back on its subscription. */
+export const HEARTBEAT_INTERVAL_MS = 1_000;
 
 /**
  * The store for many processes: envelopes, versions, leases and notifications in Redis (standalone
- * or Cluster). While Redis is unreachable it answers from the envelopes it saw last (in process,
- * as stale), fails fast behind a circuit breaker that probes in the background, and reports itself
+ * or Cluster), with a near cache: copies of envelopes in process memory, kept coherent by the
+ * notifications, that answer hits without a round trip while the subscription is known to be live
+ * (its own heartbeat comes back in time). While Redis is unreachable it answers from the copies (as
+ * stale), fails fast behind a circuit breaker that probes in the background, and reports itself
  * degraded; it recovers by itself, with or without traffic.
  */
 export class RedisStore implements HerdStore {
@@ -62,7 +63,14 @@ export class RedisStore implements HerdStore {
    * acquire timed out on this side (it may still run on Redis) lapses after this, unheld.
    */
   readonly #firstLeaseMs: number;
-  readonly #seen: SeenEntries;
+  readonly #near: NearCache;
+  /** Whether hits may be answered from the near cache (`nearCache` not `false`). */
+  readonly #nearHits: boolean;
+  /** Identifies this store's heartbeats on the shared channel. */
+  readonly #heartbeatId = randomBytes(8).toString('base64url');
+  #heartbeat: NodeJS.Timeout | undefined;
+  /** When this store last heard its own heartbeat (or subscribed): copies are trusted this long after. */
+  #heardAt = Number.NEGATIVE_INFINITY;
   readonly #deadlines: CommandDeadlines;
   /**
    * Reads joinable by readers of the same key until the end of the tick that sent them: a reader
@@ -72,11 +80,6 @@ export class RedisStore implements HerdStore {
   /** Background probe while the breaker is not closed (recovery without traffic). */
   #probe: NodeJS.Timeout | undefined;
   #closed = false;
-  /**
-   * Envelopes received with a fill notification while a follower of the key was waiting: its next
-   * read takes the envelope from here instead of a read. Consumed by that read; short-lived, bounded.
-   */
-  readonly #primed = new Map<string, { readonly entry: Entry; readonly receivedAt: number }>();
 
   constructor(options: RedisStoreOptions = {}) {
     validateStoreOptions(options);
@@ -86,7 +89,9 @@ export class RedisStore implements HerdStore {
     this.#deadlines = new CommandDeadlines(this.#commandTimeoutMs);
     const cooldownMs = parseTimerDuration(options.breakerCooldown ?? '2s', 'redis.breakerCooldown');
     this.#breaker = new CircuitBreaker(options.breakerThreshold ?? 5, cooldownMs, () => this.#startProbing(cooldownMs));
-    this.#seen = new SeenEntries(options.fallbackEntries ?? 1_000);
+    const near = options.nearCache ?? true;
+    this.#nearHits = near !== false;
+    this.#near = new NearCache(typeof near === 'object' ? near : NEAR_CACHE_DEFAULTS);
     this.#ownsClient = options.client === undefined;
     this.#client = defineCommands(options.client ?? connect(options));
     if (this.#ownsClient) this.#client.on('error', () => undefined);
@@ -94,9 +99,15 @@ export class RedisStore implements HerdStore {
       this.#client,
       this.keys.channel,
       (message) => this.#onMessage(message),
-      // Messages may have been lost while unsubscribed: every follower re-checks the store now.
-      () => this.#signals.notifyAll(),
+      () => this.#onSubscribed(),
     );
+    this.#heartbeat = setInterval(() => this.#sendHeartbeat(), HEARTBEAT_INTERVAL_MS);
+    this.#heartbeat.unref();
+  }
+
+  /** The near cache's keys and bytes now (for tests and metrics). */
+  get nearCache(): { readonly entries: number; readonly bytes: number; readonly trusted: boolean } {
+    return { entries: this.#near.size, bytes: this.#near.bytes, trusted: this.#trusted() };
   }
 
   /** Followers currently registered for fill notifications. */
@@ -130,16 +141,14 @@ export class RedisStore implements HerdStore {
    * rejected on the command itself: the breaker and time limit of {@link #command} without a
    * wrapping promise (this is the hot path of every hit).
    */
-  get(key: string): Promise<StoreSnapshot> {
+  get(key: string): StoreSnapshot | Promise<StoreSnapshot> {
+    // A hit on a trusted copy never leaves the process.
+    if (this.#nearHits && this.#trusted()) {
+      const copy = this.#near.hit(key);
+      if (copy !== undefined) return copy;
+    }
     const inflight = this.#reads.get(key);
     if (inflight !== undefined) return inflight;
-    if (this.#primed.size > 0) {
-      const primed = this.#primed.get(key);
-      if (primed !== undefined) {
-        this.#primed.delete(key);
-        if (Date.now() - primed.receivedAt < PRIMED_TTL_MS) return Promise.resolve(snapshotOf(primed.entry));
-      }
-    }
     const refusal = this.#refusal('get', key);
     if (refusal !== undefined) return Promise.reject(refusal).catch((error: unknown) => this.#fallbackFor(key, error));
     const layout = this.keys.for(key);
@@ -157,7 +166,7 @@ export class RedisStore implements HerdStore {
     const read: Promise<StoreSnapshot> = (command.promise as Promise<[string | null, string | null]>).then(
       ([raw, version]) => {
         if (this.#deadlines.settle(pending)) this.#breaker.success();
-        const entry = this.#seen.decode(key, raw);
+        const entry = this.#near.decode(key, raw);
         return { entry, version: Math.max(Number(version ?? 0), entryVersion(entry)) };
       },
       (error: unknown) => {
@@ -177,7 +186,7 @@ export class RedisStore implements HerdStore {
     const envelope = this.#encode(key, entry);
     if (lease === undefined) {
       // Loaded while Redis could not be reached: kept for this process only.
-      this.#seen.remember(key, entry, envelope, true);
+      this.#near.keep(key, entry, envelope, { local: true });
       return false;
     }
     const layout = this.keys.for(key);
@@ -197,7 +206,8 @@ export class RedisStore implements HerdStore {
     );
     this.#changed(key);
     if (written !== 1) return false;
-    this.#seen.remember(key, entry, envelope);
+    this.#near.announce(key, lease.fence);
+    this.#near.keep(key, entry, envelope);
     return true;
   }
 
@@ -219,7 +229,8 @@ export class RedisStore implements HerdStore {
       ),
     );
     this.#changed(key);
-    this.#seen.remember(key, withVersion(entry, version), undefined);
+    this.#near.announce(key, version);
+    this.#near.keep(key, withVersion(entry, version), envelope, { raw: false });
     return version;
   }
 
@@ -237,7 +248,7 @@ export class RedisStore implements HerdStore {
       ),
     );
     this.#changed(key);
-    this.#seen.invalidated(key, mode, Number(version));
+    this.#near.invalidated(key, mode, Number(version));
     return { existed: existed === 1, version: Number(version) };
   }
 
@@ -267,7 +278,7 @@ export class RedisStore implements HerdStore {
         if (lateGranted === 1) this.#releaseOrphan({ key, token, fence: Number(lateVersion), ttlMs: grantMs });
       },
     );
-    const entry = this.#seen.decode(key, raw);
+    const entry = this.#near.decode(key, raw);
     const current: StoreSnapshot = { entry, version: Math.max(Number(version), entryVersion(entry)) };
     const found = { current, ...(repaired === 1 ? { repaired: true } : {}) };
     if (granted !== 1) return { lease: undefined, ...found };
@@ -305,6 +316,7 @@ export class RedisStore implements HerdStore {
     if (this.#client.status !== 'ready')
       return { status: 'degraded', breaker, reason: `connection ${this.#client.status}` };
     if (!this.#subscriber.subscribed) return { status: 'degraded', breaker, reason: 'notifications not subscribed' };
+    if (!this.#heardInTime()) return { status: 'degraded', breaker, reason: 'notifications late' };
     return { status: 'up', breaker };
   }
 
@@ -312,6 +324,7 @@ export class RedisStore implements HerdStore {
     if (this.#closed) return;
     this.#closed = true;
     this.#stopProbing();
+    clearInterval(this.#heartbeat);
     this.#signals.notifyAll();
     this.#deadlines.expireAll();
     await Promise.all([this.#subscriber.close(), this.#ownsClient ? closeConnection(this.#client) : Promise.resolve()]);
@@ -397,7 +410,7 @@ export class RedisStore implements HerdStore {
   /** Redis could not answer: the envelope seen last (as stale, see SeenEntries), else the error. */
   #fallbackFor(key: string, error: unknown): StoreSnapshot {
     if (isWrongType(error)) return { entry: CORRUPT_ENTRY, version: 0 };
-    const entry = this.#seen.fallback(key);
+    const entry = this.#near.fallback(key);
     if (entry !== undefined) return snapshotOf(entry);
     throw error;
   }
@@ -414,33 +427,59 @@ export class RedisStore implements HerdStore {
     return 'tag' in index ? this.keys.tag(index.tag) : this.keys.dependents(index.inputOf);
   }
 
-  /** This process changed `key`: reads still out may predate it, and a primed envelope is outdated. */
+  /** This process changed `key`: reads still out may predate it; followers here may go on. */
   #changed(key: string): void {
     this.#reads.delete(key);
-    this.#primed.delete(key);
     this.#signals.notify(key);
+  }
+
+  /** Copies answer hits while the subscription is up and its heartbeat came back in time. */
+  #trusted(): boolean {
+    return this.#subscriber.subscribed && this.#heardInTime();
+  }
+
+  #heardInTime(): boolean {
+    return performance.now() - this.#heardAt <= HEARTBEAT_INTERVAL_MS + this.#commandTimeoutMs;
+  }
+
+  /** Subscribed (again): messages may have been missed, so copies are dropped and followers re-check. */
+  #onSubscribed(): void {
+    this.#near.clear();
+    this.#heardAt = performance.now();
+    this.#signals.notifyAll();
+  }
+
+  #sendHeartbeat(): void {
+    this.#command('heartbeat', undefined, () =>
+      this.#client.publish(this.keys.channel, `h:${this.#heartbeatId}`),
+    ).catch(() => undefined);
   }
 
   /**
    * Another process (or this one) changed a key. A read of the key still out may predate it, so
-   * later reads send a new one; what this process kept for the key follows the change; a follower
-   * waiting for the key gets the envelope from the message itself when it came with one.
+   * later reads send a new one; the copy of the key follows the change (replaced by the envelope the
+   * message carries, marked stale, or dropped); followers of the key re-check.
    */
   #onMessage(message: string): void {
+    if (message.startsWith('h:')) return this.#onHeartbeat(message);
     const notice = decodeFillMessage(message);
     if (notice === undefined) return;
     const { key, envelope, kind, version } = notice;
     this.#reads.delete(key);
-    this.#primed.delete(key);
-    if (kind === 'stale' || kind === 'delete') this.#seen.invalidated(key, kind, version);
-    if (envelope !== undefined) {
-      const entry = this.#seen.decode(key, envelope);
-      if (entry !== undefined && entry !== CORRUPT_ENTRY && this.#signals.has(key)) {
-        if (this.#primed.size >= MAX_PRIMED) this.#primed.clear();
-        this.#primed.set(key, { entry, receivedAt: Date.now() });
-      }
+    if (kind === 'stale' || kind === 'delete') this.#near.invalidated(key, kind, version);
+    else if (kind === 'fill' || kind === 'write') {
+      this.#near.announce(key, version);
+      if (envelope === undefined) this.#near.replaced(key, version);
+      else this.#near.decode(key, envelope);
     }
     this.#signals.notify(key);
+  }
+
+  /** Our own heartbeat came back: the subscription delivers. After a gap, copies may have missed messages. */
+  #onHeartbeat(message: string): void {
+    if (message !== `h:${this.#heartbeatId}`) return;
+    if (!this.#heardInTime()) this.#near.clear();
+    this.#heardAt = performance.now();
   }
 }
 
