@@ -134,7 +134,7 @@ export class HerdGuardService {
       for (let next = pending.next(); next.done !== true; next = pending.next()) {
         const { key, loader, policy, tags } = next.value;
         try {
-          await this.refresh(key, loader, { policy, tags });
+          await this.engine.warm(key, toEngineLoader(loader), { policy, tags });
           warmed += 1;
         } catch (error) {
           failed.push({ key, error });

@@ -3,6 +3,7 @@ import { ConfigurationError } from '../errors/configuration.error.js';
 import { isValidKey } from '../errors/invalid-key.error.js';
 import { HerdGuardError } from '../errors/herd-guard.error.js';
 import { LoaderFailedError } from '../errors/loader-failed.error.js';
+import { LoadFencedError } from '../errors/load-fenced.error.js';
 import { LoaderTimeoutError } from '../errors/loader-timeout.error.js';
 import { SerializationError } from '../errors/serialization.error.js';
 import { UpstreamUnavailableError } from '../errors/upstream-unavailable.error.js';
@@ -29,8 +30,9 @@ export interface Fill {
  * - `background`: a refresh no caller waits for; the same, and its events say so.
  * - `input`: a value read by another key's loader; waits for a fresh value (never launders stale).
  * - `forced`: `refresh()`; takes over a running load and accepts only a value loaded after the call.
+ * - `warm`: `warm()`; accepts only a value loaded after the call, but waits for a running load.
  */
-export type FillMode = 'miss' | 'background' | 'input' | 'forced';
+export type FillMode = 'miss' | 'background' | 'input' | 'forced' | 'warm';
 
 export interface FillRequest<T> {
   readonly key: string;
@@ -85,6 +87,8 @@ export class FillProtocol {
       let holder: { version: number; since: number } | undefined;
       /** Set when the holder made no progress within waitTimeout: the next attempt takes its lease over. */
       let takeoverFrom: number | undefined;
+      /** The holder a takeover was tried from (once per holder; a rescuer is not taken over as stuck). */
+      let triedFrom: number | undefined;
       for (;;) {
         // A fill still running when the engine closed must not start a load (or take a lease).
         if (runtime.closed) throw new ClosedError(key);
@@ -104,14 +108,16 @@ export class FillProtocol {
         if (holder?.version !== outcome.version) holder = { version: outcome.version, since: now };
         if (now >= giveUpAt) return await this.#onWaitTimeout(request, now - waitStartedAt);
         const stuckAt = holder.since + policy.waitTimeoutMs;
-        if (now >= stuckAt) {
+        if (now >= stuckAt && triedFrom !== holder.version) {
           // The holder made no progress within waitTimeout: take its lease over. The compare-and-set
-          // on its version lets one caller in the cluster win; the others then wait for that one.
-          takeoverFrom = holder.version;
+          // on its version lets one caller in the cluster win; the others then wait for that one, and
+          // a lease taken over this way is not taken over again (a slow load is replaced once).
+          takeoverFrom = triedFrom = holder.version;
           continue;
         }
         // The owner's notification wakes us; the store is re-checked anyway (a notification is a hint).
-        const timeoutMs = Math.min(stuckAt - now, policy.leaseTtlMs, RECHECK_INTERVAL_MS);
+        const nextDeadline = triedFrom === holder.version ? giveUpAt : stuckAt;
+        const timeoutMs = Math.min(nextDeadline - now, policy.leaseTtlMs, RECHECK_INTERVAL_MS);
         if (await watch.next(timeoutMs)) {
           const filled = this.#usable(request, runtime.decoded(key, (await runtime.storeGet(key)).entry));
           if (filled !== undefined) return { entry: filled, loaded: false };
@@ -136,7 +142,12 @@ export class FillProtocol {
     const stale = newestServable(request.stale, current, runtime.now());
     let leaseSettled = false;
     let holdLeaseMs = 0;
-    const keepAlive = lease === undefined ? undefined : this.#keepLeaseAlive(lease, policy);
+    const controller = new AbortController();
+    // A refresh nobody waits for stops when its lease is lost: its value could not be stored.
+    const onLost = (): void => {
+      if (request.mode === 'background') controller.abort(new LoadFencedError(key));
+    };
+    const keepAlive = lease === undefined ? undefined : this.#keepLeaseAlive(lease, policy, onLost);
     try {
       if (lease !== undefined) runtime.emit({ type: 'lease-acquired', key, fence: lease.fence });
       // Re-check: another process may have refreshed the key between our read and our lease.
@@ -153,10 +164,14 @@ export class FillProtocol {
       const loadStartedAt = runtime.now();
       let loaded: { value: T; scope: LoadScope };
       try {
-        loaded = await this.#runLoader(request, stale, lease);
+        loaded = await this.#runLoader(request, stale, lease, controller);
       } catch (error) {
-        // Stopped by close(): not the loader's failure, and nothing to back off from.
+        // Stopped by close() or fenced: not the loader's failure, and nothing to back off from.
         if (error instanceof ClosedError && runtime.closed) throw error;
+        if (error instanceof LoadFencedError) {
+          runtime.emit({ type: 'load-fenced', key, background: true });
+          throw error;
+        }
         runtime.emit({
           type: 'load-failed',
           key,
@@ -235,11 +250,11 @@ export class FillProtocol {
     request: FillRequest<T>,
     stale: Entry | undefined,
     lease: Lease | undefined,
+    controller: AbortController,
   ): Promise<{ value: T; scope: LoadScope }> {
     const { key, loader, policy } = request;
     const { runtime } = this;
     if (runtime.closed) return Promise.reject(new ClosedError(key));
-    const controller = new AbortController();
     runtime.loaders.set(controller, key);
     const timeoutMs = policy.loaderHardTimeoutMs;
     const timer =
@@ -256,12 +271,20 @@ export class FillProtocol {
     const aborted = new Promise<never>((_, reject) => {
       controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
     });
-    const value = Promise.resolve().then(() => runtime.scopes.run(scope, () => loader(context)));
+    let value: Promise<T>;
+    let endScope = (): void => undefined;
+    try {
+      const started = runtime.scopes.start(scope, () => loader(context));
+      endScope = started.end;
+      value = Promise.resolve(started.result);
+    } catch (error) {
+      value = Promise.reject(error);
+    }
     // A loader that ignores its signal is abandoned, not awaited.
     return Promise.race([value, aborted])
       .then((loaded) => ({ value: loaded, scope }))
       .finally(() => {
-        scope.closed = true;
+        endScope();
         if (timer !== undefined) clearTimeout(timer);
         runtime.loaders.delete(controller);
       });
@@ -277,9 +300,13 @@ export class FillProtocol {
   /** One lease attempt; `refresh()` (and a follower whose wait timed out) takes over from a version. */
   async #tryLease<T>(request: FillRequest<T>, takeoverAfterWait: number | undefined): Promise<LeaseOutcome> {
     const { key, policy, cell } = request;
-    const takeoverFrom = request.mode === 'forced' ? request.fromVersion : takeoverAfterWait;
+    const forced = request.mode === 'forced';
+    const takeoverFrom = forced ? request.fromVersion : takeoverAfterWait;
     try {
-      const attempt = await this.runtime.store.acquireLease(key, policy.leaseTtlMs, { takeoverFrom });
+      const attempt = await this.runtime.store.acquireLease(key, policy.leaseTtlMs, {
+        takeoverFrom,
+        takeover: forced ? 'forced' : 'stuck',
+      });
       const { lease, current } = attempt;
       // The flight now reflects at least this version: callers that saw it may join.
       cell.learn(current.version);
@@ -304,6 +331,7 @@ export class FillProtocol {
       case 'input':
         return current !== undefined && isFresh(current, now) ? current : undefined;
       case 'forced':
+      case 'warm':
         return current !== undefined && isFresh(current, now) && current.version > request.fromVersion
           ? current
           : undefined;
@@ -324,24 +352,23 @@ export class FillProtocol {
 
   /**
    * Extends the lease while the loader runs, so a slow load does not let a second loader in: every
-   * third of its time to live, for at most `max(waitTimeout, leaseTtl)` after the grant. A loader
-   * still running then is taken as stuck: its lease lapses, followers that waited `waitTimeout`
-   * take it over, and its value is fenced if another load began meanwhile.
+   * third of its time to live, until the loader ends (at the latest when `loaderHardTimeout` aborts
+   * it). A holder that keeps its lease but makes no progress for `waitTimeout` is taken over once by
+   * a waiting follower (see `#run`); when the lease is lost, `onLost` runs.
    */
-  #keepLeaseAlive(lease: Lease, policy: ResolvedPolicy): { stop(): void } {
+  #keepLeaseAlive(lease: Lease, policy: ResolvedPolicy, onLost: () => void): { stop(): void } {
     const { runtime } = this;
-    const keepUntil = performance.now() + Math.max(policy.waitTimeoutMs, policy.leaseTtlMs);
     let timer: NodeJS.Timeout | undefined;
     const schedule = (ttlMs: number): void => {
       timer = setTimeout(extend, Math.max(1, Math.floor(ttlMs / 3)));
     };
     const extend = (): void => {
-      if (performance.now() >= keepUntil) return;
       runtime.store.extendLease(lease, policy.leaseTtlMs).then(
         (kept) => {
           if (timer === undefined) return;
           if (kept) return schedule(policy.leaseTtlMs);
           runtime.emit({ type: 'lease-lost', key: lease.key });
+          onLost();
         },
         (error: unknown) => {
           runtime.emit({ type: 'store-error', operation: 'extend-lease', key: lease.key, error });

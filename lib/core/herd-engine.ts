@@ -1,6 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import { ClosedError } from '../errors/closed.error.js';
 import { ConfigurationError } from '../errors/configuration.error.js';
+import { LoadFencedError } from '../errors/load-fenced.error.js';
 import { LoaderTimeoutError } from '../errors/loader-timeout.error.js';
 import { StoreError } from '../errors/store.error.js';
 import { UpstreamUnavailableError } from '../errors/upstream-unavailable.error.js';
@@ -181,13 +182,31 @@ export class HerdEngine {
   }
 
   /**
-   * Loads `key` now, even if a fresh value is cached (warming, prefetch, after an update). Always a
-   * new load: a load of the key already running here or elsewhere is taken over (and fenced).
+   * Loads `key` now, even if a fresh value is cached (prefetch, after an update). Always a new load:
+   * a load of the key already running here or elsewhere is taken over (and fenced).
    */
-  async refresh<T>(
+  refresh<T>(
     key: string,
     loader: Loader<T>,
     options: Pick<ReadOptions, 'policy' | 'tags'> = {},
+  ): Promise<ReadResult<T>> {
+    return this.#reload(key, loader, options, 'forced');
+  }
+
+  /**
+   * Loads `key` ahead of traffic: like {@link refresh}, but a load of the key already running (here
+   * or on another pod, started after this call's read) is waited for instead of taken over, so pods
+   * warming the same keys at once load each one once.
+   */
+  warm<T>(key: string, loader: Loader<T>, options: Pick<ReadOptions, 'policy' | 'tags'> = {}): Promise<ReadResult<T>> {
+    return this.#reload(key, loader, options, 'warm');
+  }
+
+  async #reload<T>(
+    key: string,
+    loader: Loader<T>,
+    options: Pick<ReadOptions, 'policy' | 'tags'>,
+    mode: 'forced' | 'warm',
   ): Promise<ReadResult<T>> {
     this.#runtime.assertOpen(key);
     assertLoader(loader);
@@ -195,20 +214,14 @@ export class HerdEngine {
     const snapshot = await this.#runtime.storeGet(key);
     const current = this.#runtime.decoded(key, snapshot.entry);
     const stale = current !== undefined && isServable(current, this.#runtime.now()) ? current : undefined;
-    const fill = await this.#runtime.flights.restart(key, snapshot.version, (cell) =>
-      this.#fills.run({
-        key,
-        loader,
-        policy,
-        stale,
-        tags: options.tags,
-        mode: 'forced',
-        fromVersion: snapshot.version,
-        cell,
-      }),
+    const { flights } = this.#runtime;
+    const start = mode === 'forced' ? flights.restart.bind(flights) : flights.run.bind(flights);
+    const fill = await start(key, snapshot.version, (cell) =>
+      this.#fills.run({ key, loader, policy, stale, tags: options.tags, mode, fromVersion: snapshot.version, cell }),
     );
-    // Fail-safe: when the load failed, the stale value comes back, and says so.
-    return toResult(fill.entry as Entry<T>, fill.loaded && !isBornStale(fill.entry) ? 'miss' : 'stale');
+    // A value loaded after the call (here or elsewhere) is a miss; the fail-safe stale value says so.
+    const fresh = isFresh(fill.entry, this.#runtime.now()) && fill.entry !== stale && !isBornStale(fill.entry);
+    return toResult(fill.entry as Entry<T>, fresh ? 'miss' : 'stale');
   }
 
   /** Resolves a per-call policy over the defaults (cached per policy object). Throws ConfigurationError. */
@@ -377,25 +390,30 @@ export class HerdEngine {
     options: ReadOptions | undefined,
     full: boolean,
   ): Promise<T | ReadResult<T>> {
-    if (scope.includes(key)) {
+    if (this.#runtime.scopes.cycles(scope, key)) {
       throw new ConfigurationError(
         'loader',
         `the loader of "${scope.key}" reads "${key}", whose load is waiting for it (a dependency cycle)`,
       );
     }
     const startedAt = this.#runtime.listeners.length > 0 ? performance.now() : 0;
-    await this.#linkInput(scope, key);
-    const snapshot = await this.#runtime.storeGet(key);
-    const entry = this.#runtime.decoded(key, snapshot.entry) as Entry<T> | undefined;
-    const now = this.#runtime.now();
-    let answer: Answer<T>;
-    if (entry !== undefined && isFresh(entry, now)) answer = { entry, path: 'fresh' };
-    else {
-      const stale = entry !== undefined && isServable(entry, now) ? entry : undefined;
-      answer = await this.#fillFor(key, loader, policy, options, stale, snapshot.version, 'input', 0);
+    scope.waitingOn.add(key);
+    try {
+      await this.#linkInput(scope, key);
+      const snapshot = await this.#runtime.storeGet(key);
+      const entry = this.#runtime.decoded(key, snapshot.entry) as Entry<T> | undefined;
+      const now = this.#runtime.now();
+      let answer: Answer<T>;
+      if (entry !== undefined && isFresh(entry, now)) answer = { entry, path: 'fresh' };
+      else {
+        const stale = entry !== undefined && isServable(entry, now) ? entry : undefined;
+        answer = await this.#fillFor(key, loader, policy, options, stale, snapshot.version, 'input', 0);
+      }
+      scope.record(answer.entry, this.#runtime.now());
+      return this.#answer(key, answer.entry, answer.path, startedAt, full);
+    } finally {
+      scope.waitingOn.delete(key);
     }
-    scope.record(answer.entry, this.#runtime.now());
-    return this.#answer(key, answer.entry, answer.path, startedAt, full);
   }
 
   /** Records `scope`'s key as derived from `key`; if that fails, the derived value is stored stale. */
@@ -422,6 +440,7 @@ export class HerdEngine {
     version: number,
     mode: FillMode,
     joiners: number,
+    retries = 1,
   ): Promise<Answer<T>> {
     const { flights } = this.#runtime;
     const joined = (flights.joinable(key, version) ? 1 : 0) + joiners;
@@ -448,10 +467,16 @@ export class HerdEngine {
         }
         return { entry, path: !isFresh(entry, now) ? 'stale' : entry === stale ? 'fresh' : 'miss' };
       },
-      (error: unknown): Answer<T> => {
+      (error: unknown): Answer<T> | Promise<Answer<T>> => {
+        // The refresh this caller joined was fenced by an invalidation: it gets a new load.
+        if (error instanceof LoadFencedError && stale === undefined && retries > 0) {
+          return this.#fillFor(key, loader, policy, options, stale, version, mode, 0, retries - 1);
+        }
         if (stale !== undefined && !(error instanceof WaitAbortedError) && isServable(stale, this.#runtime.now())) {
           // Waited longer than loaderSoftTimeout (or its own timeout), or the shared load failed.
-          this.#runtime.emit({ type: 'stale-on-error', key, reason: staleReason(error) });
+          if (!(error instanceof LoadFencedError)) {
+            this.#runtime.emit({ type: 'stale-on-error', key, reason: staleReason(error) });
+          }
           return { entry: stale, path: 'stale' };
         }
         throw error;

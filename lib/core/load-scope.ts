@@ -16,6 +16,8 @@ export class LoadScope {
   untracked = false;
   /** Set when the loader has returned: later reads are not its inputs. */
   closed = false;
+  /** Inputs this loader is reading right now (written by the engine's input reads), for cycle detection. */
+  readonly waitingOn = new Set<string>();
 
   constructor(
     /** The key being loaded. */
@@ -38,17 +40,65 @@ export class LoadScope {
   }
 }
 
-/** The scope of the loader running in the current async context, for one engine. */
+/**
+ * The scopes of the loaders running in this process, for one engine: which one the current async
+ * context runs inside, and which loads wait on which keys (for cycles between concurrent loads).
+ *
+ * AsyncLocalStorage makes every promise of the process a little slower while it is enabled (on
+ * Node 20 it installs a promise hook), so it is enabled only while a loader runs and disabled as
+ * soon as none does: hits pay nothing.
+ */
 export class LoadScopes {
   readonly #storage = new AsyncLocalStorage<LoadScope>();
+  /** Scopes of the loaders running now, by key. Written by `run` only. */
+  readonly #running = new Map<string, Set<LoadScope>>();
+  #count = 0;
 
   /** The open scope of the loader this code runs inside, if any. */
   current(): LoadScope | undefined {
+    if (this.#count === 0) return undefined;
     const scope = this.#storage.getStore();
     return scope === undefined || scope.closed ? undefined : scope;
   }
 
-  run<T>(scope: LoadScope, fn: () => T): T {
-    return this.#storage.run(scope, fn);
+  /**
+   * Starts `load` (a loader) inside `scope` and returns what it returned; `end()` must be called
+   * once the load is over (settled, or abandoned after its timeout).
+   */
+  start<T>(scope: LoadScope, load: () => T): { readonly result: T; end(): void } {
+    let scopes = this.#running.get(scope.key);
+    if (scopes === undefined) this.#running.set(scope.key, (scopes = new Set()));
+    scopes.add(scope);
+    this.#count += 1;
+    const end = (): void => {
+      if (scope.closed) return;
+      scope.closed = true;
+      scopes.delete(scope);
+      if (scopes.size === 0) this.#running.delete(scope.key);
+      this.#count -= 1;
+      if (this.#count === 0) this.#storage.disable();
+    };
+    try {
+      return { result: this.#storage.run(scope, load), end };
+    } catch (error) {
+      end();
+      throw error;
+    }
+  }
+
+  /**
+   * True when `scope` reading `key` would wait for itself: `key` is loaded (here) by a loader that
+   * waits, directly or through others, on a key `scope` is loading.
+   */
+  cycles(scope: LoadScope, key: string): boolean {
+    const seen = new Set<string>();
+    const pending = [key];
+    for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+      if (scope.includes(next)) return true;
+      if (seen.has(next)) continue;
+      seen.add(next);
+      for (const other of this.#running.get(next) ?? []) pending.push(...other.waitingOn);
+    }
+    return false;
   }
 }

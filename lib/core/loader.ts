@@ -1,7 +1,11 @@
 /** What a loader receives. */
 export interface LoadContext<T = unknown> {
   readonly key: string;
-  /** Fires when the loader passes `loaderHardTimeout`, the cache shuts down, or the load is fenced. */
+  /**
+   * Fires when the loader passes `loaderHardTimeout`, the cache shuts down, or (for a background
+   * refresh, which nobody waits for) its lease is lost to an invalidation or a takeover, so its value
+   * could not be stored anyway.
+   */
   readonly signal: AbortSignal;
   /**
    * The key's version this load reads under: it grows with every lease grant and invalidation of the

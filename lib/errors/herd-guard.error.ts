@@ -9,7 +9,8 @@ export type HerdGuardErrorCode =
   | 'HERD_GUARD_WAIT_TIMEOUT'
   | 'HERD_GUARD_SERIALIZATION'
   | 'HERD_GUARD_STORE'
-  | 'HERD_GUARD_CLOSED';
+  | 'HERD_GUARD_CLOSED'
+  | 'HERD_GUARD_LOAD_FENCED';
 
 export interface HerdGuardErrorOptions {
   readonly key?: string;

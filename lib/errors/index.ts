@@ -9,3 +9,4 @@ export { WaitTimeoutError } from './wait-timeout.error.js';
 export { SerializationError } from './serialization.error.js';
 export { StoreError } from './store.error.js';
 export { ClosedError } from './closed.error.js';
+export { LoadFencedError } from './load-fenced.error.js';

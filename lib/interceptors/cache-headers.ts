@@ -14,19 +14,27 @@ export interface CacheHeaders {
  * Headers for a response served from `result` at `now`. `max-age` is the entry's freshness
  * lifetime counted from its load (soft expiry - creation, jitter included) and `Age` how long ago
  * that load was, so a downstream cache computes the same remaining freshness (`max-age - Age`) as
- * herd-guard; `stale-while-revalidate` is the stale window (hard - soft expiry). Seconds are
- * rounded down (never fresher than the entry). `private` marks a response scoped to a user.
+ * herd-guard; a `STALE` response (past its soft expiry, or invalidated before it) gets a `max-age`
+ * no larger than its `Age`, so no downstream cache takes it for fresh. `stale-while-revalidate` is
+ * what is left of the stale window (until hard expiry). Seconds are rounded down (never fresher
+ * than the entry). `private` marks a response scoped to a user.
  */
 export function cacheHeaders(
   result: Pick<ReadResult<unknown>, 'path' | 'createdAt' | 'softExpireAt' | 'hardExpireAt'>,
   now: number,
   scoped = false,
 ): CacheHeaders {
-  const maxAge = seconds(result.softExpireAt - result.createdAt);
-  const staleWindow = seconds(result.hardExpireAt - result.softExpireAt);
+  const age = seconds(now - result.createdAt);
+  const lifetime = seconds(result.softExpireAt - result.createdAt);
+  // Stale before its soft expiry (invalidated): fresh for no longer than it has already been.
+  const cut = result.path === 'stale' && age < lifetime;
+  const maxAge = cut ? age : lifetime;
+  const staleWindow = cut
+    ? Math.max(0, seconds(result.hardExpireAt - result.createdAt) - maxAge)
+    : seconds(result.hardExpireAt - result.softExpireAt);
   return {
     'X-Cache': result.path === 'fresh' ? 'HIT' : result.path === 'stale' ? 'STALE' : 'MISS',
-    Age: String(seconds(now - result.createdAt)),
+    Age: String(age),
     'Cache-Control': `${scoped ? 'private, ' : ''}max-age=${maxAge}, stale-while-revalidate=${staleWindow}`,
   };
 }

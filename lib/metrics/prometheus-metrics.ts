@@ -118,9 +118,11 @@ export class PrometheusMetrics {
       'Stale values served because loading failed, timed out or Redis was down.',
       ['reason'],
     );
-    const leases = counter('lease_total', 'Fill leases by result: acquired, contended, expired (lost while loading).', [
-      'result',
-    ]);
+    const leases = counter(
+      'lease_total',
+      'Fill leases by result: acquired, contended, expired (lost while loading: expired, revoked or taken over).',
+      ['result'],
+    );
     const waits = counter(
       'follower_waits_total',
       'Callers that waited for another process to fill a key, by result (started, timeout).',

@@ -47,6 +47,12 @@ export interface AcquireOptions {
    * is then fenced: its value is never stored.
    */
   readonly takeoverFrom?: number;
+  /**
+   * Why the lease is taken over. `stuck` (a follower that waited `waitTimeout`) never takes over a
+   * lease that was itself taken over as stuck, so a slow load is replaced at most once; `forced`
+   * (`refresh()`) takes over any lease. Default `forced`.
+   */
+  readonly takeover?: 'stuck' | 'forced';
 }
 
 /** How an invalidation leaves the key's value: marked stale (served stale, refreshed once) or removed. */

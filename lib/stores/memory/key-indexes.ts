@@ -1,15 +1,22 @@
 import type { KeyIndex } from '../herd-store.interface.js';
 
+/** At most this often (store clock), every index is swept of members past their deadline. */
+const FULL_SWEEP_INTERVAL_MS = 60_000;
+
 /**
  * The memory store's indexes (keys by tag, keys derived from an input): each member is kept until
- * its deadline. Expired members are dropped when the index is read or, as it grows, on insert, so
- * an index holds at most the members added within their lifetime.
+ * its deadline. An index is swept when it is read, when it doubles in size, and every index is swept
+ * at most once a minute when the store is used ({@link maybeSweep}), so the indexes hold about the
+ * members added within their lifetime, whether or not anybody reads them.
  */
 export class KeyIndexes {
   /** Index name -> member key -> until (epoch ms). */
   readonly #indexes = new Map<string, Map<string, number>>();
+  #sweptAt: number;
 
-  constructor(private readonly now: () => number) {}
+  constructor(private readonly now: () => number) {
+    this.#sweptAt = now();
+  }
 
   add(index: KeyIndex, key: string, ttlMs: number): void {
     const untilMs = this.now() + ttlMs;
@@ -21,23 +28,31 @@ export class KeyIndexes {
     }
     members.set(key, Math.max(untilMs, members.get(key) ?? 0));
     // Power-of-two sizes trigger a sweep: amortised O(1) per insert.
-    if ((members.size & (members.size - 1)) === 0 && members.size >= 64) this.#sweep(name, members);
+    if ((members.size & (members.size - 1)) === 0 && members.size >= 64) this.#sweep(name, members, this.now());
+    this.maybeSweep();
   }
 
   members(index: KeyIndex): string[] {
     const name = indexName(index);
     const members = this.#indexes.get(name);
     if (members === undefined) return [];
-    this.#sweep(name, members);
+    this.#sweep(name, members, this.now());
     return [...members.keys()];
+  }
+
+  /** Sweeps every index if the last full sweep is a minute old or more. */
+  maybeSweep(): void {
+    const now = this.now();
+    if (now - this.#sweptAt < FULL_SWEEP_INTERVAL_MS) return;
+    this.#sweptAt = now;
+    for (const [name, members] of this.#indexes) this.#sweep(name, members, now);
   }
 
   clear(): void {
     this.#indexes.clear();
   }
 
-  #sweep(name: string, members: Map<string, number>): void {
-    const now = this.now();
+  #sweep(name: string, members: Map<string, number>, now: number): void {
     for (const [key, untilMs] of members) if (untilMs <= now) members.delete(key);
     if (members.size === 0) this.#indexes.delete(name);
   }

@@ -26,6 +26,8 @@ export interface MemoryStoreOptions {
 
 interface HeldLease {
   readonly token: string;
+  /** Taken over from a holder that was stuck: not taken over again as stuck. */
+  readonly rescue: boolean;
   /** The key's version from its grant until another grant or an invalidation. */
   readonly fence: number;
   readonly expiresAt: number;
@@ -95,6 +97,7 @@ export class MemoryStore implements HerdStore {
   }
 
   async fill(key: string, entry: Entry, lease: Lease | undefined): Promise<boolean> {
+    this.#indexes.maybeSweep();
     if (lease === undefined) return false;
     const held = this.#leases.get(key);
     const written = this.#versionOf(this.#entries.get(key), held) === lease.fence;
@@ -105,6 +108,7 @@ export class MemoryStore implements HerdStore {
   }
 
   async set(key: string, entry: Entry): Promise<number> {
+    this.#indexes.maybeSweep();
     const version = this.#advance(key);
     this.#write(key, withVersion(entry, version));
     this.#signals.notify(key);
@@ -137,9 +141,16 @@ export class MemoryStore implements HerdStore {
     const held = this.#leases.get(key);
     const version = this.#versionOf(entry, held);
     const free = held === undefined || held.expiresAt <= now;
-    if (!free && options.takeoverFrom !== version) return { lease: undefined, current: { entry, version } };
+    const stuck = options.takeover === 'stuck';
+    const takeover = !free && options.takeoverFrom === version && !(stuck && held.rescue);
+    if (!free && !takeover) return { lease: undefined, current: { entry, version } };
     const lease: Lease = { key, token: randomUUID(), fence: ++this.#counter, ttlMs };
-    this.#leases.set(key, { token: lease.token, fence: lease.fence, expiresAt: now + ttlMs });
+    this.#leases.set(key, {
+      token: lease.token,
+      fence: lease.fence,
+      expiresAt: now + ttlMs,
+      rescue: takeover && stuck,
+    });
     if (this.#leases.size >= this.#sweptAt * 2) this.#sweepLeases(now);
     return { lease, current: { entry, version: lease.fence } };
   }

@@ -25,6 +25,7 @@ interface HerdGuardCommands {
     token: string,
     ttlMs: number,
     takeoverFrom: string,
+    takeover: string,
   ): Promise<[number, string, string | null, number]>;
   herdGuardFill(
     value: string,

@@ -4,8 +4,12 @@
  * are the one place where a key's order is decided: its version only grows, and only here.
  */
 
-/** How long a version key outlives its last change (7 days); a lost one restarts above Redis TIME. */
-const VERSION_TTL_MS = 604_800_000;
+/**
+ * How long a version key outlives its last change (1 hour): it only has to outlive the loads and
+ * invalidations running on the key. A key holding a value carries the version in its envelope too,
+ * and a lost version key restarts above Redis TIME, so versions keep growing.
+ */
+const VERSION_TTL_MS = 3_600_000;
 
 /**
  * Advances the version at `key` and returns it as a string: one more than before, and never below
@@ -30,10 +34,11 @@ end
 `;
 
 /**
- * KEYS: lease, version, value. ARGV: token, lease ttl ms, version to take over from ('' for none).
- * Grants the lease when it is free, or (takeover) when the key is still at the given version.
- * A grant advances the version, which is the lease's fence. A lease key holding foreign data (not
- * a string) is removed first. Returns {granted, version, envelope, repaired}.
+ * KEYS: lease, version, value. ARGV: token, lease ttl ms, version to take over from ('' for none),
+ * takeover kind ('stuck' or 'forced'). Grants the lease when it is free, or (takeover) when the key
+ * is still at the given version; a lease taken over as stuck (its token starts with `s.`) is not
+ * taken over as stuck again. A grant advances the version, which is the lease's fence. A lease key
+ * holding foreign data (not a string) is removed first. Returns {granted, version, envelope, repaired}.
  */
 export const ACQUIRE_LEASE = `${BUMP}
 local repaired = 0
@@ -53,8 +58,11 @@ if type(version) ~= 'string' then
 end
 local granted = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
 if not granted and ARGV[3] ~= '' and tonumber(ARGV[3]) == tonumber(version) then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  granted = true
+  local holder = redis.call('GET', KEYS[1]) or ''
+  if ARGV[4] ~= 'stuck' or string.sub(holder, 1, 2) ~= 's.' then
+    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+    granted = true
+  end
 end
 if not granted then
   return {0, version, current, repaired}

@@ -267,13 +267,25 @@ export class RedisStore implements HerdStore {
    */
   async acquireLease(key: string, ttlMs: number, options: AcquireOptions = {}): Promise<LeaseAttempt> {
     const layout = this.keys.for(key);
-    const token = randomBytes(16).toString('base64url');
+    const takeover = options.takeover ?? 'forced';
+    // A lease taken over as stuck is marked in its token: it is not taken over as stuck again.
+    const rescue = options.takeoverFrom !== undefined && takeover === 'stuck';
+    const token = `${rescue ? 's.' : ''}${randomBytes(16).toString('base64url')}`;
     const grantMs = Math.ceil(Math.min(ttlMs, this.#firstLeaseMs));
     const takeoverFrom = options.takeoverFrom === undefined ? '' : String(options.takeoverFrom);
     const [granted, version, raw, repaired] = await this.#command(
       'acquire-lease',
       key,
-      () => this.#client.herdGuardAcquire(layout.lease, layout.version, layout.value, token, grantMs, takeoverFrom),
+      () =>
+        this.#client.herdGuardAcquire(
+          layout.lease,
+          layout.version,
+          layout.value,
+          token,
+          grantMs,
+          takeoverFrom,
+          takeover,
+        ),
       ([lateGranted, lateVersion]) => {
         if (lateGranted === 1) this.#releaseOrphan({ key, token, fence: Number(lateVersion), ttlMs: grantMs });
       },

@@ -5,9 +5,10 @@ import {
   HerdEngine,
   InvalidKeyError,
   type LoadContext,
+  LoaderTimeoutError,
   MemoryStore,
 } from '../../../lib/index.js';
-import { deferred, sleep, until } from '../../helpers/deferred.js';
+import { deferred, until } from '../../helpers/deferred.js';
 
 function counted<T>(impl: (context: LoadContext<T>) => T | Promise<T>) {
   const loader = (context: LoadContext<T>): T | Promise<T> => {
@@ -106,15 +107,13 @@ describe('HerdEngine faults', () => {
 });
 
 describe('HerdEngine lease keep-alive', () => {
-  it("keeps a stuck owner's lease alive for at most max(waitTimeout, leaseTtl), then lets it lapse", async () => {
+  it("keeps a stuck owner's lease until loaderHardTimeout aborts its loader, then lets it go", async () => {
     const store = new MemoryStore();
-    const policy = { waitTimeout: '60ms', leaseTtl: '60ms' } as const;
-    const owner = new HerdEngine({ store, policy });
+    const owner = new HerdEngine({ store, policy: { leaseTtl: '60ms', loaderHardTimeout: '100ms' } });
     const stuck = hanging<string>();
-    void owner.getOrLoad('k', stuck).catch(() => undefined);
+    const owned = owner.getOrLoad('k', stuck).catch((error: unknown) => error);
     await until(() => stuck.calls === 1);
-    // Kept alive for 60 ms, then lapsing within one lease TTL (60 ms): free again well before 250 ms.
-    await sleep(250);
+    await expect(owned).resolves.toBeInstanceOf(LoaderTimeoutError);
     const other = new HerdEngine({ store, policy: { waitTimeout: '5s' } });
     await expect(other.getOrLoad('k', () => 'loaded')).resolves.toBe('loaded');
     expect(other.stats().waits.started).toBe(0);
