@@ -1,3 +1,5 @@
+import { type SerializerName, decodeValue, encodeValue } from './serializers.js';
+
 /** Format version written into every envelope; envelopes of another version are treated as absent. */
 export const ENTRY_FORMAT_VERSION = 2;
 
@@ -25,6 +27,8 @@ export interface Entry<T = unknown> {
   readonly loadMs: number;
   /** Tags the value was stored with, for group invalidation. */
   readonly tags?: readonly string[];
+  /** How the value is stored on a shared store (default `json`). */
+  readonly encoding?: SerializerName;
 }
 
 export function isNegative(entry: Entry): boolean {
@@ -82,12 +86,17 @@ interface WireEntry {
   h: number;
   d: number;
   t?: string[];
+  /** `v8` when `x` is the value serialised by v8, in base64; absent for a JSON value. */
+  e?: 'v8';
   /** 1 when the value was `undefined` (JSON has no undefined). */
   u?: 1;
   x?: unknown;
 }
 
-/** Serialises an envelope to JSON. Throws what JSON.stringify throws (BigInt, cycles). */
+/**
+ * Serialises an envelope to JSON, its value with the entry's serializer. Throws
+ * {@link UnserializableValue} (or what JSON.stringify throws) for a value it cannot hold.
+ */
 export function encodeEntry(entry: Entry): string {
   const wire: WireEntry = {
     v: ENTRY_FORMAT_VERSION,
@@ -100,7 +109,10 @@ export function encodeEntry(entry: Entry): string {
   };
   if (entry.tags !== undefined && entry.tags.length > 0) wire.t = [...entry.tags];
   if (entry.value === undefined) wire.u = 1;
-  else wire.x = entry.value;
+  else if (entry.encoding === 'v8' && entry.value !== null) {
+    wire.e = 'v8';
+    wire.x = encodeValue(entry.value, 'v8');
+  } else wire.x = entry.value;
   return JSON.stringify(wire);
 }
 
@@ -120,9 +132,17 @@ export function decodeEntry(raw: unknown): Entry | undefined {
   return isWireEntry(wire) ? fromWire(wire) : undefined;
 }
 
-function fromWire(wire: WireEntry): Entry {
+function fromWire(wire: WireEntry): Entry | undefined {
+  let value: unknown = wire.u === 1 ? undefined : wire.x;
+  if (wire.e === 'v8') {
+    try {
+      value = decodeValue(wire.x as string, 'v8');
+    } catch {
+      return undefined;
+    }
+  }
   const entry: { -readonly [K in keyof Entry]: Entry[K] } = {
-    value: wire.u === 1 ? undefined : wire.x,
+    value,
     version: wire.n,
     createdAt: wire.c,
     softExpireAt: wire.s,
@@ -131,6 +151,7 @@ function fromWire(wire: WireEntry): Entry {
   };
   if (wire.i === 1) entry.invalidated = true;
   if (wire.t !== undefined) entry.tags = wire.t;
+  if (wire.e === 'v8') entry.encoding = 'v8';
   return entry;
 }
 
@@ -144,6 +165,7 @@ function isWireEntry(candidate: unknown): candidate is WireEntry {
   if (s > h) return false;
   if (wire['u'] !== undefined && wire['u'] !== 1) return false;
   if (wire['u'] === undefined && !('x' in wire)) return false;
+  if (wire['e'] !== undefined && !(wire['e'] === 'v8' && typeof wire['x'] === 'string')) return false;
   const tags = wire['t'];
   if (tags !== undefined && !(Array.isArray(tags) && tags.every((tag) => typeof tag === 'string'))) return false;
   return true;

@@ -14,6 +14,7 @@ import type { FlightCell } from './key-flights.js';
 import { LoadScope } from './load-scope.js';
 import type { LoadContext, Loader } from './loader.js';
 import { type ResolvedPolicy, expiryFor, maxLifetimeMs } from './policy.js';
+import { UnserializableValue, roundTrip } from './serializers.js';
 
 /** A follower re-checks the store at least this often: a lost notification costs at most this long. */
 export const RECHECK_INTERVAL_MS = 250;
@@ -199,7 +200,9 @@ export class FillProtocol {
         throw error instanceof HerdGuardError ? error : new LoaderFailedError(key, error);
       }
       const timing = { loadStartedAt, now: runtime.now(), version: lease?.fence ?? request.cell.version };
-      const entry = newEntry(loaded.value, policy, runtime.random, timing, request.tags, loaded.scope);
+      // What every pod will read back (this one too): a value that cannot be stored fails here.
+      const value = storable(key, loaded.value, policy);
+      const entry = newEntry(value, policy, runtime.random, timing, request.tags, loaded.scope);
       runtime.backoff.recordSuccess(key);
       // Store (if the fence still holds), release and wake followers in one store step.
       if (!isNegative(entry) || policy.negativeTtlMs > 0) {
@@ -415,7 +418,17 @@ export function newEntry<T>(
   };
   if (scope?.untracked === true) entry.invalidated = true;
   if (tags !== undefined && tags.length > 0) entry.tags = [...tags];
+  if (policy.serializer === 'v8') entry.encoding = 'v8';
   return entry;
+}
+
+/** `value` as the key's serializer stores it and every pod reads it back; SerializationError if it cannot be. */
+export function storable<T>(key: string, value: T, policy: ResolvedPolicy): T {
+  try {
+    return roundTrip(value, policy.serializer);
+  } catch (error) {
+    throw new SerializationError(key, error, error instanceof UnserializableValue ? error.path : undefined);
+  }
 }
 
 /** Tags name index keys: each must be a well-formed, non-empty string. */

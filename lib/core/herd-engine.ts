@@ -14,7 +14,7 @@ import { parseTimerDuration } from './duration.js';
 import { EngineRuntime } from './engine-runtime.js';
 import { type Entry, isBornStale, isFresh, isNegative, isServable } from './entry.js';
 import type { HerdEventListener, ReadPath } from './events.js';
-import { type FillMode, FillProtocol, newEntry } from './fill-protocol.js';
+import { type FillMode, FillProtocol, newEntry, storable } from './fill-protocol.js';
 import { Invalidation } from './invalidation.js';
 import type { LoadScope } from './load-scope.js';
 import type { Loader } from './loader.js';
@@ -151,7 +151,8 @@ export class HerdEngine {
     this.#runtime.assertOpen(key);
     const policy = this.policyFor(options.policy);
     const now = this.#runtime.now();
-    const entry = newEntry(value, policy, this.#runtime.random, { loadStartedAt: now, now, version: 0 }, options.tags);
+    const stored = storable(key, value, policy);
+    const entry = newEntry(stored, policy, this.#runtime.random, { loadStartedAt: now, now, version: 0 }, options.tags);
     await this.#invalidation.set(key, entry, policy);
   }
 

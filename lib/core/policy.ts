@@ -1,5 +1,6 @@
 import { ConfigurationError } from '../errors/configuration.error.js';
 import { type Duration, parseDuration, parseTimerDuration } from './duration.js';
+import { SERIALIZERS, type SerializerName } from './serializers.js';
 
 /** What to do when another process holds the lease, nothing is servable, and `waitTimeout` passes. */
 export type WaitTimeoutAction = 'error' | 'load';
@@ -39,6 +40,12 @@ export interface CachePolicy {
    * that grows as expiry nears. `true` means beta 1; a number is beta (higher refreshes earlier). Default off.
    */
   readonly earlyRefresh?: boolean | number;
+  /**
+   * How values are stored: `'v8'` keeps `Date`, `Buffer`, `Map`, `Set`, `BigInt`... (class instances
+   * come back as plain objects); `'json'` is strict JSON and refuses at write time a value it would
+   * change. Either way every pod, the loading one included, reads back the same value. Default `'v8'`.
+   */
+  readonly serializer?: SerializerName;
 }
 
 export interface BackoffPolicy {
@@ -64,6 +71,7 @@ export interface ResolvedPolicy {
   readonly backoffMaxMs: number;
   /** XFetch beta; 0 when early refresh is off. */
   readonly earlyRefreshBeta: number;
+  readonly serializer: SerializerName;
 }
 
 export type Jitter =
@@ -82,6 +90,7 @@ const POLICY_FIELDS: ReadonlySet<string> = new Set([
   'loaderHardTimeout',
   'backoff',
   'earlyRefresh',
+  'serializer',
 ]);
 
 export const DEFAULT_POLICY: Readonly<CachePolicy> = Object.freeze({
@@ -96,6 +105,7 @@ export const DEFAULT_POLICY: Readonly<CachePolicy> = Object.freeze({
   loaderHardTimeout: '30s',
   backoff: Object.freeze({ initial: '1s', max: '30s' }),
   earlyRefresh: false,
+  serializer: 'v8',
 });
 
 /**
@@ -165,6 +175,7 @@ export function resolvePolicy(
     backoffInitialMs,
     backoffMaxMs,
     earlyRefreshBeta: parseEarlyRefresh(merged.earlyRefresh, field('earlyRefresh')),
+    serializer: parseSerializer(merged.serializer, field('serializer')),
   };
 }
 
@@ -217,6 +228,13 @@ function parseWaitTimeoutAction(input: unknown, field: string): WaitTimeoutActio
     throw new ConfigurationError(field, `expected 'error' or 'load', received ${JSON.stringify(input)}`);
   }
   return input;
+}
+
+function parseSerializer(input: unknown, field: string): SerializerName {
+  if (!SERIALIZERS.includes(input as SerializerName)) {
+    throw new ConfigurationError(field, `expected 'v8' or 'json', received ${JSON.stringify(input)}`);
+  }
+  return input as SerializerName;
 }
 
 function parseEarlyRefresh(input: unknown, field: string): number {

@@ -253,15 +253,22 @@ describe('Redis store: lease and write safety', () => {
     expect(distinct.size).toBe(keys.length);
   });
 
-  it('fails fast with a typed error when a value cannot be serialised, and writes nothing', async () => {
-    pods = await startPods({ count: 1, url: server.url, namespace: namespace() });
-    await expect(pods[0]!.engine.getOrLoad('bigint', async () => ({ n: 10n }))).rejects.toMatchObject({
-      code: 'HERD_GUARD_SERIALIZATION',
-      key: 'bigint',
-    });
-    await expect(Promise.resolve(pods[0]!.store.get('bigint'))).resolves.toMatchObject({ entry: undefined });
-    await expect(pods[0]!.store.acquireLease('bigint', 1_000).then((attempt) => attempt.lease)).resolves.toBeDefined();
-  });
+  it.each([
+    ['v8', 'a function', { n: 1, run: () => 1 }, '$.run'],
+    ['json', 'a BigInt', { n: 10n }, '$.n'],
+  ] as const)(
+    'fails fast with a typed error naming where a value the %s serializer cannot hold (%s) is, and writes nothing',
+    async (serializer, _what, value, path) => {
+      pods = await startPods({ count: 1, url: server.url, namespace: namespace(), policy: { serializer } });
+      await expect(pods[0]!.engine.getOrLoad('bad', async () => value)).rejects.toMatchObject({
+        code: 'HERD_GUARD_SERIALIZATION',
+        key: 'bad',
+        path,
+      });
+      await expect(Promise.resolve(pods[0]!.store.get('bad'))).resolves.toMatchObject({ entry: undefined });
+      await expect(pods[0]!.store.acquireLease('bad', 1_000).then((attempt) => attempt.lease)).resolves.toBeDefined();
+    },
+  );
 
   it('closes every connection it opened, and none it was given', async () => {
     const probe = server.client();
