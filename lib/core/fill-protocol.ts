@@ -3,6 +3,7 @@ import { ConfigurationError } from '../errors/configuration.error.js';
 import { isValidKey } from '../errors/invalid-key.error.js';
 import { HerdGuardError } from '../errors/herd-guard.error.js';
 import { LoaderFailedError } from '../errors/loader-failed.error.js';
+import { isLoaderFailure } from '../errors/loader-failure.js';
 import { LoadFencedError } from '../errors/load-fenced.error.js';
 import { LoaderTimeoutError } from '../errors/loader-timeout.error.js';
 import { SerializationError } from '../errors/serialization.error.js';
@@ -61,7 +62,11 @@ type LeaseOutcome =
  * stored is the store's verdict (the fence), never decided here.
  */
 export class FillProtocol {
-  constructor(private readonly runtime: EngineRuntime) {}
+  constructor(
+    private readonly runtime: EngineRuntime,
+    /** Removes a key (and the values derived from it) whose loader answered that it is gone. */
+    private readonly onGone: (key: string) => Promise<unknown>,
+  ) {}
 
   run<T>(request: FillRequest<T>): Promise<Fill> {
     const { fills } = this.runtime;
@@ -180,6 +185,12 @@ export class FillProtocol {
           background: request.mode === 'background',
           error,
         });
+        // A client error (a 404, a 403) is the loader's answer, not an outage: the stale value must
+        // not outlive it (no fail-safe, no backoff), so the key goes, with what was derived from it.
+        if (!isLoaderFailure(error)) {
+          if (stale !== undefined) runtime.track(this.onGone(key), 'delete', key);
+          throw error instanceof HerdGuardError ? error : new LoaderFailedError(key, error);
+        }
         // On error: serve stale (fail-safe) and back off, or throw.
         const now = runtime.now();
         if (stale !== undefined && isServable(stale, now)) {

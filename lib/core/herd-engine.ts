@@ -2,6 +2,8 @@ import { LRUCache } from 'lru-cache';
 import { ClosedError } from '../errors/closed.error.js';
 import { ConfigurationError } from '../errors/configuration.error.js';
 import { LoadFencedError } from '../errors/load-fenced.error.js';
+import { LoaderFailedError } from '../errors/loader-failed.error.js';
+import { isLoaderFailure } from '../errors/loader-failure.js';
 import { LoaderTimeoutError } from '../errors/loader-timeout.error.js';
 import { StoreError } from '../errors/store.error.js';
 import { UpstreamUnavailableError } from '../errors/upstream-unavailable.error.js';
@@ -106,9 +108,9 @@ export class HerdEngine {
     this.#defaultInput = options.policy;
     this.#defaults = resolvePolicy(options.policy);
     this.#runtime = new EngineRuntime(this.store, options.now ?? Date.now, options.random ?? Math.random);
-    this.#fills = new FillProtocol(this.#runtime);
-    this.#refresh = new BackgroundRefresh(this.#runtime, this.#fills);
     this.#invalidation = new Invalidation(this.#runtime);
+    this.#fills = new FillProtocol(this.#runtime, (key) => this.#invalidation.delete(key));
+    this.#refresh = new BackgroundRefresh(this.#runtime, this.#fills);
   }
 
   /** The default policy, resolved to milliseconds. */
@@ -473,7 +475,14 @@ export class HerdEngine {
         if (error instanceof LoadFencedError && stale === undefined && retries > 0) {
           return this.#fillFor(key, loader, policy, options, stale, version, mode, 0, retries - 1);
         }
-        if (stale !== undefined && !(error instanceof WaitAbortedError) && isServable(stale, this.#runtime.now())) {
+        // A client error (the key is gone, or forbidden now) reaches the caller: no stale value instead.
+        const answered = !isLoaderFailure(error instanceof LoaderFailedError ? error.cause : error);
+        if (
+          stale !== undefined &&
+          !answered &&
+          !(error instanceof WaitAbortedError) &&
+          isServable(stale, this.#runtime.now())
+        ) {
           // Waited longer than loaderSoftTimeout (or its own timeout), or the shared load failed.
           if (!(error instanceof LoadFencedError)) {
             this.#runtime.emit({ type: 'stale-on-error', key, reason: staleReason(error) });
