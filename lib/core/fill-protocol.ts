@@ -7,7 +7,9 @@ import { isLoaderFailure } from '../errors/loader-failure.js';
 import { LoadFencedError } from '../errors/load-fenced.error.js';
 import { LoaderTimeoutError } from '../errors/loader-timeout.error.js';
 import { SerializationError } from '../errors/serialization.error.js';
+import { StoreError } from '../errors/store.error.js';
 import { UpstreamUnavailableError } from '../errors/upstream-unavailable.error.js';
+import { WaitTimeoutError } from '../errors/wait-timeout.error.js';
 import type { Lease } from '../stores/herd-store.interface.js';
 import type { EngineRuntime } from './engine-runtime.js';
 import { type Entry, isFresh, isNegative, isServable } from './entry.js';
@@ -466,4 +468,12 @@ export function newestServable(a: Entry | undefined, b: Entry | undefined, now: 
   if (servableA === undefined) return servableB;
   if (servableB === undefined) return servableA;
   return servableB.version > servableA.version ? servableB : servableA;
+}
+
+/** Why a caller that had a stale value in hand gets it instead of an error. */
+export function staleReason(error: unknown): 'loader-failed' | 'loader-timeout' | 'wait-timeout' | 'store-down' {
+  if (error instanceof LoaderTimeoutError || error instanceof WaitTimeoutError) return 'loader-timeout';
+  if (error instanceof UpstreamUnavailableError) return 'wait-timeout';
+  if (error instanceof StoreError) return 'store-down';
+  return 'loader-failed';
 }

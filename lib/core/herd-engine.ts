@@ -1,14 +1,10 @@
-import { LRUCache } from 'lru-cache';
 import { ClosedError } from '../errors/closed.error.js';
 import { ConfigurationError } from '../errors/configuration.error.js';
 import { LoadFencedError } from '../errors/load-fenced.error.js';
 import { LoaderFailedError } from '../errors/loader-failed.error.js';
 import { isLoaderFailure } from '../errors/loader-failure.js';
-import { LoaderTimeoutError } from '../errors/loader-timeout.error.js';
-import { StoreError } from '../errors/store.error.js';
 import { UpstreamUnavailableError } from '../errors/upstream-unavailable.error.js';
 import { WaitAbortedError } from '../errors/wait-aborted.error.js';
-import { WaitTimeoutError } from '../errors/wait-timeout.error.js';
 import { MemoryStore } from '../stores/memory/memory.store.js';
 import type { HerdStore, StoreSnapshot } from '../stores/herd-store.interface.js';
 import { BackgroundRefresh } from './background-refresh.js';
@@ -16,18 +12,14 @@ import { parseTimerDuration } from './duration.js';
 import { EngineRuntime } from './engine-runtime.js';
 import { type Entry, isBornStale, isFresh, isNegative, isServable } from './entry.js';
 import type { HerdEventListener, ReadPath } from './events.js';
-import { type FillMode, FillProtocol, newEntry, storable } from './fill-protocol.js';
+import { type FillMode, FillProtocol, newEntry, staleReason, storable } from './fill-protocol.js';
 import { Invalidation } from './invalidation.js';
 import type { LoadScope } from './load-scope.js';
-import type { Loader } from './loader.js';
-import {
-  type CachePolicy,
-  type ResolvedPolicy,
-  policyFingerprint,
-  resolvePolicy,
-  shouldRefreshEarly,
-} from './policy.js';
-import { type ReadOptions, type ReadResult, toResult } from './read-result.js';
+import { type Loader, assertLoader } from './loader.js';
+import { type CachePolicy, type ResolvedPolicy, resolvePolicy, shouldRefreshEarly } from './policy.js';
+import { PolicyCache } from './policy-cache.js';
+import { reload } from './reload.js';
+import { type ReadOptions, type ReadResult, sameTags, toResult } from './read-result.js';
 import type { StatsSnapshot } from './stats.js';
 
 export type { LoadContext, Loader } from './loader.js';
@@ -92,11 +84,7 @@ export class HerdEngine {
   readonly #refresh: BackgroundRefresh;
   readonly #invalidation: Invalidation;
   readonly #defaults: ResolvedPolicy;
-  readonly #defaultInput: CachePolicy | undefined;
-  /** Per-call policies resolved once per policy object (decorators pass the same object every call)... */
-  readonly #policies = new WeakMap<CachePolicy, ResolvedPolicy>();
-  /** ...and once per set of values, for policies written inline (a new object each call). Bounded. */
-  readonly #policiesByValue = new LRUCache<string, ResolvedPolicy>({ max: 256 });
+  readonly #policies: PolicyCache;
   /**
    * Store reads joinable by callers of the same key and options, only until the end of the tick
    * that sent them: a caller arriving later may come after an invalidation, so it reads anew.
@@ -105,8 +93,8 @@ export class HerdEngine {
 
   constructor(options: HerdEngineOptions = {}) {
     this.store = options.store ?? new MemoryStore();
-    this.#defaultInput = options.policy;
     this.#defaults = resolvePolicy(options.policy);
+    this.#policies = new PolicyCache(options.policy);
     this.#runtime = new EngineRuntime(this.store, options.now ?? Date.now, options.random ?? Math.random);
     this.#invalidation = new Invalidation(this.#runtime);
     this.#fills = new FillProtocol(this.#runtime, (key) => this.#invalidation.delete(key));
@@ -188,12 +176,14 @@ export class HerdEngine {
    * Loads `key` now, even if a fresh value is cached (prefetch, after an update). Always a new load:
    * a load of the key already running here or elsewhere is taken over (and fenced).
    */
-  refresh<T>(
+  async refresh<T>(
     key: string,
     loader: Loader<T>,
     options: Pick<ReadOptions, 'policy' | 'tags'> = {},
   ): Promise<ReadResult<T>> {
-    return this.#reload(key, loader, options, 'forced');
+    this.#runtime.assertOpen(key);
+    assertLoader(loader);
+    return reload(this.#runtime, this.#fills, key, loader, this.policyFor(options.policy), options.tags, 'forced');
   }
 
   /**
@@ -201,45 +191,19 @@ export class HerdEngine {
    * or on another pod, started after this call's read) is waited for instead of taken over, so pods
    * warming the same keys at once load each one once.
    */
-  warm<T>(key: string, loader: Loader<T>, options: Pick<ReadOptions, 'policy' | 'tags'> = {}): Promise<ReadResult<T>> {
-    return this.#reload(key, loader, options, 'warm');
-  }
-
-  async #reload<T>(
+  async warm<T>(
     key: string,
     loader: Loader<T>,
-    options: Pick<ReadOptions, 'policy' | 'tags'>,
-    mode: 'forced' | 'warm',
+    options: Pick<ReadOptions, 'policy' | 'tags'> = {},
   ): Promise<ReadResult<T>> {
     this.#runtime.assertOpen(key);
     assertLoader(loader);
-    const policy = this.policyFor(options.policy);
-    const snapshot = await this.#runtime.storeGet(key);
-    const current = this.#runtime.decoded(key, snapshot.entry);
-    const stale = current !== undefined && isServable(current, this.#runtime.now()) ? current : undefined;
-    const { flights } = this.#runtime;
-    const start = mode === 'forced' ? flights.restart.bind(flights) : flights.run.bind(flights);
-    const fill = await start(key, snapshot.version, (cell) =>
-      this.#fills.run({ key, loader, policy, stale, tags: options.tags, mode, fromVersion: snapshot.version, cell }),
-    );
-    // A value loaded after the call (here or elsewhere) is a miss; the fail-safe stale value says so.
-    const fresh = isFresh(fill.entry, this.#runtime.now()) && fill.entry !== stale && !isBornStale(fill.entry);
-    return toResult(fill.entry as Entry<T>, fresh ? 'miss' : 'stale');
+    return reload(this.#runtime, this.#fills, key, loader, this.policyFor(options.policy), options.tags, 'warm');
   }
 
   /** Resolves a per-call policy over the defaults (cached per policy object). Throws ConfigurationError. */
   policyFor(policy: CachePolicy | undefined): ResolvedPolicy {
-    if (policy === undefined) return this.#defaults;
-    let resolved = this.#policies.get(policy);
-    if (resolved !== undefined) return resolved;
-    const fingerprint = typeof policy === 'object' && policy !== null ? policyFingerprint(policy) : undefined;
-    resolved = fingerprint === undefined ? undefined : this.#policiesByValue.get(fingerprint);
-    if (resolved === undefined) {
-      resolved = resolvePolicy(policy, this.#defaultInput);
-      if (fingerprint !== undefined) this.#policiesByValue.set(fingerprint, resolved);
-    }
-    this.#policies.set(policy, resolved);
-    return resolved;
+    return policy === undefined ? this.#defaults : this.#policies.resolve(policy);
   }
 
   /** Subscribes to engine events (metrics, logs). Returns the unsubscribe function. */
@@ -532,23 +496,4 @@ export class HerdEngine {
     }
     return full ? toResult(entry, path, revalidated) : entry.value;
   }
-}
-
-function sameTags(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {
-  if (a === b) return true;
-  if (a === undefined || b === undefined || a.length !== b.length) return false;
-  return a.every((tag, i) => tag === b[i]);
-}
-
-function assertLoader(loader: unknown): void {
-  if (typeof loader !== 'function')
-    throw new ConfigurationError('loader', `expected a function, received ${typeof loader}`);
-}
-
-/** Why a caller that had a stale value in hand gets it instead of an error. */
-function staleReason(error: unknown): 'loader-failed' | 'loader-timeout' | 'wait-timeout' | 'store-down' {
-  if (error instanceof LoaderTimeoutError || error instanceof WaitTimeoutError) return 'loader-timeout';
-  if (error instanceof UpstreamUnavailableError) return 'wait-timeout';
-  if (error instanceof StoreError) return 'store-down';
-  return 'loader-failed';
 }

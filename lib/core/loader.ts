@@ -1,3 +1,5 @@
+import { ConfigurationError } from '../errors/configuration.error.js';
+
 /** What a loader receives. */
 export interface LoadContext<T = unknown> {
   readonly key: string;
@@ -21,3 +23,9 @@ export interface LoadContext<T = unknown> {
 
 /** Loads the value of a key from the backend. Return `null` or `undefined` for "not found". */
 export type Loader<T> = (context: LoadContext<T>) => T | Promise<T>;
+
+export function assertLoader(loader: unknown): void {
+  if (typeof loader !== 'function') {
+    throw new ConfigurationError('loader', `expected a function, received ${typeof loader}`);
+  }
+}

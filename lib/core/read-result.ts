@@ -48,3 +48,10 @@ export function toResult<T>(
     revalidated,
   };
 }
+
+/** Whether two tag lists name the same tags in the same order (callers sharing a read need both). */
+export function sameTags(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {
+  if (a === b) return true;
+  if (a === undefined || b === undefined || a.length !== b.length) return false;
+  return a.every((tag, i) => tag === b[i]);
+}

@@ -3,7 +3,6 @@ import { Command } from 'ioredis';
 import { parseTimerDuration } from '../../core/duration.js';
 import { type Entry, encodeEntry, lifetimeLeftMs, withVersion } from '../../core/entry.js';
 import { SerializationError } from '../../errors/serialization.error.js';
-import { StoreError } from '../../errors/store.error.js';
 import { FillSignals } from '../fill-signals.js';
 import {
   type AcquireOptions,
@@ -19,8 +18,7 @@ import {
   type StoreRead,
   type StoreSnapshot,
 } from '../herd-store.interface.js';
-import { CircuitBreaker } from './circuit-breaker.js';
-import { CommandDeadlines } from './command-deadlines.js';
+import { CommandGate } from './command-gate.js';
 import { MAX_BROADCAST_ENVELOPE, decodeFillMessage, keyPart } from './fill-message.js';
 import { NotificationSubscriber } from './notification-subscriber.js';
 import {
@@ -29,7 +27,6 @@ import {
   connect,
   defineCommands,
   describeError,
-  isReplyError,
   isWrongType,
   validateStoreOptions,
 } from './redis-connection.js';
@@ -56,8 +53,7 @@ export class RedisStore implements HerdStore {
   /** True when herd-guard opened `#client` (and so must close it). The subscriber is always ours. */
   readonly #ownsClient: boolean;
   readonly #signals = new FillSignals();
-  readonly #breaker: CircuitBreaker;
-  readonly #commandTimeoutMs: number;
+  readonly #gate: CommandGate;
   /**
    * How long a lease is first granted for, before its owner's first extension: a lease whose
    * acquire timed out on this side (it may still run on Redis) lapses after this, unheld.
@@ -71,24 +67,22 @@ export class RedisStore implements HerdStore {
   #heartbeat: NodeJS.Timeout | undefined;
   /** When this store last heard its own heartbeat (or subscribed): copies are trusted this long after. */
   #heardAt = Number.NEGATIVE_INFINITY;
-  readonly #deadlines: CommandDeadlines;
   /**
    * Reads joinable by readers of the same key until the end of the tick that sent them: a reader
    * arriving later may come after an invalidation, so it reads anew.
    */
   readonly #reads = new Map<string, Promise<StoreSnapshot>>();
-  /** Background probe while the breaker is not closed (recovery without traffic). */
-  #probe: NodeJS.Timeout | undefined;
   #closed = false;
 
   constructor(options: RedisStoreOptions = {}) {
     validateStoreOptions(options);
     this.keys = new RedisKeys(options.namespace ?? 'hg');
-    this.#commandTimeoutMs = parseTimerDuration(options.commandTimeout ?? '500ms', 'redis.commandTimeout');
-    this.#firstLeaseMs = 2 * this.#commandTimeoutMs;
-    this.#deadlines = new CommandDeadlines(this.#commandTimeoutMs);
+    const commandTimeoutMs = parseTimerDuration(options.commandTimeout ?? '500ms', 'redis.commandTimeout');
+    this.#firstLeaseMs = 2 * commandTimeoutMs;
     const cooldownMs = parseTimerDuration(options.breakerCooldown ?? '2s', 'redis.breakerCooldown');
-    this.#breaker = new CircuitBreaker(options.breakerThreshold ?? 5, cooldownMs, () => this.#startProbing(cooldownMs));
+    this.#gate = new CommandGate(commandTimeoutMs, options.breakerThreshold ?? 5, cooldownMs, () =>
+      this.#client.ping(),
+    );
     const near = options.nearCache ?? true;
     this.#nearHits = near !== false;
     this.#near = new NearCache(typeof near === 'object' ? near : NEAR_CACHE_DEFAULTS);
@@ -138,8 +132,7 @@ export class RedisStore implements HerdStore {
 
   /**
    * One MGET of the envelope and the version. Built as an ioredis Command so a late reply can be
-   * rejected on the command itself: the breaker and time limit of {@link #command} without a
-   * wrapping promise (this is the hot path of every hit).
+   * rejected on the command itself: the gate's breaker and time limit without a wrapping promise.
    */
   get(key: string): StoreSnapshot | Promise<StoreSnapshot> {
     // A hit on a trusted copy never leaves the process.
@@ -149,29 +142,23 @@ export class RedisStore implements HerdStore {
     }
     const inflight = this.#reads.get(key);
     if (inflight !== undefined) return inflight;
-    const refusal = this.#refusal('get', key);
+    const refusal = this.#gate.refusal('get', key);
     if (refusal !== undefined) return Promise.reject(refusal).catch((error: unknown) => this.#fallbackFor(key, error));
     const layout = this.keys.for(key);
     const command = new Command('mget', [layout.value, layout.version], {
       keyPrefix: this.#client.options.keyPrefix,
       replyEncoding: 'utf8',
     });
-    const pending = this.#deadlines.track(() => {
-      const error = new StoreError('get', `no reply within ${this.#commandTimeoutMs} ms (redis.commandTimeout)`, {
-        key,
-      });
-      this.#breaker.failure(error);
-      command.reject(error);
-    });
+    const pending = this.#gate.deadline('get', key, (error) => command.reject(error));
     const read: Promise<StoreSnapshot> = (command.promise as Promise<[string | null, string | null]>).then(
       ([raw, version]) => {
-        if (this.#deadlines.settle(pending)) this.#breaker.success();
+        this.#gate.settled(pending);
         const entry = this.#near.decode(key, raw);
         return { entry, version: Math.max(Number(version ?? 0), entryVersion(entry)) };
       },
       (error: unknown) => {
-        if (this.#deadlines.settle(pending)) this.#countFailure(error);
-        return this.#fallbackFor(key, this.#wrap('get', key, error));
+        this.#gate.failed(pending, error);
+        return this.#fallbackFor(key, this.#gate.wrap('get', key, error));
       },
     );
     this.#reads.set(key, read);
@@ -190,7 +177,7 @@ export class RedisStore implements HerdStore {
       return false;
     }
     const layout = this.keys.for(key);
-    const written = await this.#command('fill', key, () =>
+    const written = await this.#gate.run('fill', key, () =>
       this.#client.herdGuardFill(
         layout.value,
         layout.lease,
@@ -215,7 +202,7 @@ export class RedisStore implements HerdStore {
     const envelope = this.#encode(key, entry);
     const layout = this.keys.for(key);
     const version = Number(
-      await this.#command('set', key, () =>
+      await this.#gate.run('set', key, () =>
         this.#client.herdGuardSet(
           layout.value,
           layout.lease,
@@ -237,7 +224,7 @@ export class RedisStore implements HerdStore {
   /** Advances the version, revokes the lease, marks stale or deletes, and notifies every process. */
   async invalidate(key: string, mode: InvalidationMode): Promise<InvalidationResult> {
     const layout = this.keys.for(key);
-    const [existed, version] = await this.#command(mode === 'delete' ? 'delete' : 'mark-stale', key, () =>
+    const [existed, version] = await this.#gate.run(mode === 'delete' ? 'delete' : 'mark-stale', key, () =>
       this.#client.herdGuardInvalidate(
         layout.value,
         layout.lease,
@@ -253,11 +240,11 @@ export class RedisStore implements HerdStore {
   }
 
   async addToIndex(index: KeyIndex, key: string, ttlMs: number): Promise<void> {
-    await this.#command('index', key, () => this.#client.herdGuardIndex(this.#indexKey(index), key, Math.ceil(ttlMs)));
+    await this.#gate.run('index', key, () => this.#client.herdGuardIndex(this.#indexKey(index), key, Math.ceil(ttlMs)));
   }
 
   async indexMembers(index: KeyIndex): Promise<string[]> {
-    return this.#command('index-members', undefined, () => this.#client.herdGuardIndexMembers(this.#indexKey(index)));
+    return this.#gate.run('index-members', undefined, () => this.#client.herdGuardIndexMembers(this.#indexKey(index)));
   }
 
   /**
@@ -273,7 +260,7 @@ export class RedisStore implements HerdStore {
     const token = `${rescue ? 's.' : ''}${randomBytes(16).toString('base64url')}`;
     const grantMs = Math.ceil(Math.min(ttlMs, this.#firstLeaseMs));
     const takeoverFrom = options.takeoverFrom === undefined ? '' : String(options.takeoverFrom);
-    const [granted, version, raw, repaired] = await this.#command(
+    const [granted, version, raw, repaired] = await this.#gate.run(
       'acquire-lease',
       key,
       () =>
@@ -298,14 +285,14 @@ export class RedisStore implements HerdStore {
   }
 
   async extendLease(lease: Lease, ttlMs: number): Promise<boolean> {
-    const extended = await this.#command('extend-lease', lease.key, () =>
+    const extended = await this.#gate.run('extend-lease', lease.key, () =>
       this.#client.herdGuardExtend(this.keys.for(lease.key).lease, lease.token, Math.ceil(ttlMs)),
     );
     return extended === 1;
   }
 
   async releaseLease(lease: Lease): Promise<void> {
-    await this.#command('release-lease', lease.key, () =>
+    await this.#gate.run('release-lease', lease.key, () =>
       this.#client.herdGuardRelease(
         this.keys.for(lease.key).lease,
         lease.token,
@@ -321,10 +308,10 @@ export class RedisStore implements HerdStore {
   }
 
   health(): StoreHealth {
-    const breaker = this.#breaker.state;
+    const breaker = this.#gate.breaker.state;
     if (this.#closed) return { status: 'down', breaker, reason: 'closed' };
     if (breaker !== 'closed')
-      return { status: 'degraded', breaker, reason: describeError(this.#breaker.lastError) ?? 'breaker open' };
+      return { status: 'degraded', breaker, reason: describeError(this.#gate.breaker.lastError) ?? 'breaker open' };
     if (this.#client.status !== 'ready')
       return { status: 'degraded', breaker, reason: `connection ${this.#client.status}` };
     if (!this.#subscriber.subscribed) return { status: 'degraded', breaker, reason: 'notifications not subscribed' };
@@ -335,46 +322,10 @@ export class RedisStore implements HerdStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#stopProbing();
     clearInterval(this.#heartbeat);
     this.#signals.notifyAll();
-    this.#deadlines.expireAll();
+    this.#gate.close();
     await Promise.all([this.#subscriber.close(), this.#ownsClient ? closeConnection(this.#client) : Promise.resolve()]);
-  }
-
-  /**
-   * Sends one command through the breaker, with a time limit; failures count towards opening it.
-   * `late` receives the result of a command whose reply came after its time limit.
-   */
-  #command<T>(
-    operation: string,
-    key: string | undefined,
-    send: () => Promise<T>,
-    late?: (result: T) => void,
-  ): Promise<T> {
-    const refusal = this.#refusal(operation, key);
-    if (refusal !== undefined) return Promise.reject(refusal);
-    return new Promise<T>((resolve, reject) => {
-      const pending = this.#deadlines.track(() => {
-        const error = new StoreError(operation, `no reply within ${this.#commandTimeoutMs} ms (redis.commandTimeout)`, {
-          key,
-        });
-        this.#breaker.failure(error);
-        reject(error);
-      });
-      send().then(
-        (result) => {
-          if (!this.#deadlines.settle(pending)) return late?.(result);
-          this.#breaker.success();
-          resolve(result);
-        },
-        (error: unknown) => {
-          if (!this.#deadlines.settle(pending)) return;
-          this.#countFailure(error);
-          reject(this.#wrap(operation, key, error));
-        },
-      );
-    });
   }
 
   /** A lease granted to an attempt that had already given up: let it go at once. */
@@ -382,44 +333,7 @@ export class RedisStore implements HerdStore {
     this.releaseLease(lease).catch(() => undefined);
   }
 
-  /** Why a command must not be sent now (store closed, breaker open), or `undefined`. */
-  #refusal(operation: string, key: string | undefined): StoreError | undefined {
-    if (this.#closed) return new StoreError(operation, 'the store is closed', { key });
-    if (this.#breaker.allow()) return undefined;
-    return new StoreError(operation, 'Redis is unavailable (circuit breaker open)', {
-      key,
-      cause: this.#breaker.lastError,
-    });
-  }
-
-  /** While the breaker is not closed, one probe per cooldown: recovery needs no traffic. */
-  #startProbing(cooldownMs: number): void {
-    if (this.#probe !== undefined || this.#closed) return;
-    this.#probe = setInterval(() => {
-      if (this.#breaker.state === 'closed') return this.#stopProbing();
-      this.#command('probe', undefined, () => this.#client.ping()).catch(() => undefined);
-    }, cooldownMs);
-    this.#probe.unref();
-  }
-
-  #stopProbing(): void {
-    if (this.#probe !== undefined) clearInterval(this.#probe);
-    this.#probe = undefined;
-  }
-
-  /** A reply error means Redis answered: it is alive, so it does not count towards the breaker. */
-  #countFailure(error: unknown): void {
-    if (isReplyError(error)) this.#breaker.success();
-    else this.#breaker.failure(error);
-  }
-
-  #wrap(operation: string, key: string | undefined, error: unknown): StoreError {
-    return error instanceof StoreError
-      ? error
-      : new StoreError(operation, describeError(error) ?? 'unknown error', { key, cause: error });
-  }
-
-  /** Redis could not answer: the envelope seen last (as stale, see SeenEntries), else the error. */
+  /** Redis could not answer: the copy seen last (as stale, see NearCache.fallback), else the error. */
   #fallbackFor(key: string, error: unknown): StoreSnapshot {
     if (isWrongType(error)) return { entry: CORRUPT_ENTRY, version: 0 };
     const entry = this.#near.fallback(key);
@@ -451,7 +365,7 @@ export class RedisStore implements HerdStore {
   }
 
   #heardInTime(): boolean {
-    return performance.now() - this.#heardAt <= HEARTBEAT_INTERVAL_MS + this.#commandTimeoutMs;
+    return performance.now() - this.#heardAt <= HEARTBEAT_INTERVAL_MS + this.#gate.timeoutMs;
   }
 
   /** Subscribed (again): messages may have been missed, so copies are dropped and followers re-check. */
@@ -462,9 +376,9 @@ export class RedisStore implements HerdStore {
   }
 
   #sendHeartbeat(): void {
-    this.#command('heartbeat', undefined, () =>
-      this.#client.publish(this.keys.channel, `h:${this.#heartbeatId}`),
-    ).catch(() => undefined);
+    this.#gate
+      .run('heartbeat', undefined, () => this.#client.publish(this.keys.channel, `h:${this.#heartbeatId}`))
+      .catch(() => undefined);
   }
 
   /**

@@ -1,0 +1,114 @@
+import { StoreError } from '../../errors/store.error.js';
+import { CircuitBreaker } from './circuit-breaker.js';
+import { CommandDeadlines, type PendingCommand } from './command-deadlines.js';
+import { describeError, isReplyError } from './redis-connection.js';
+
+/**
+ * Every command of a Redis store passes here: refused at once while the store is closed or the
+ * breaker is open, failed after `commandTimeoutMs` without a reply, and counted towards the breaker.
+ * While the breaker is not closed, `probe` runs once per cooldown, so the store recovers without
+ * traffic.
+ */
+export class CommandGate {
+  readonly #breaker: CircuitBreaker;
+  readonly #deadlines: CommandDeadlines;
+  #probing: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  constructor(
+    readonly timeoutMs: number,
+    threshold: number,
+    cooldownMs: number,
+    private readonly probe: () => Promise<unknown>,
+  ) {
+    this.#deadlines = new CommandDeadlines(timeoutMs);
+    this.#breaker = new CircuitBreaker(threshold, cooldownMs, () => this.#startProbing(cooldownMs));
+  }
+
+  get breaker(): CircuitBreaker {
+    return this.#breaker;
+  }
+
+  /**
+   * Sends one command; failures count towards opening the breaker. `late` receives the result of a
+   * command whose reply came after its time limit (the command ran on Redis all the same).
+   */
+  run<T>(operation: string, key: string | undefined, send: () => Promise<T>, late?: (result: T) => void): Promise<T> {
+    const refusal = this.refusal(operation, key);
+    if (refusal !== undefined) return Promise.reject(refusal);
+    return new Promise<T>((resolve, reject) => {
+      const pending = this.deadline(operation, key, reject);
+      send().then(
+        (result) => {
+          if (!this.settled(pending)) return late?.(result);
+          resolve(result);
+        },
+        (error: unknown) => {
+          if (!this.failed(pending, error)) return;
+          reject(this.wrap(operation, key, error));
+        },
+      );
+    });
+  }
+
+  /** Why a command must not be sent now (store closed, breaker open), or `undefined`. */
+  refusal(operation: string, key: string | undefined): StoreError | undefined {
+    if (this.#closed) return new StoreError(operation, 'the store is closed', { key });
+    if (this.#breaker.allow()) return undefined;
+    return new StoreError(operation, 'Redis is unavailable (circuit breaker open)', {
+      key,
+      cause: this.#breaker.lastError,
+    });
+  }
+
+  /** Arms the time limit of a command sent by hand; `expire` receives its timeout error. */
+  deadline(operation: string, key: string | undefined, expire: (error: StoreError) => void): PendingCommand {
+    return this.#deadlines.track(() => {
+      const error = new StoreError(operation, `no reply within ${this.timeoutMs} ms (redis.commandTimeout)`, { key });
+      this.#breaker.failure(error);
+      expire(error);
+    });
+  }
+
+  /** The reply came: true when in time (then it counts as a success). */
+  settled(pending: PendingCommand): boolean {
+    if (!this.#deadlines.settle(pending)) return false;
+    this.#breaker.success();
+    return true;
+  }
+
+  /** The command failed: true when in time (a reply error means Redis answered, so it is alive). */
+  failed(pending: PendingCommand, error: unknown): boolean {
+    if (!this.#deadlines.settle(pending)) return false;
+    if (isReplyError(error)) this.#breaker.success();
+    else this.#breaker.failure(error);
+    return true;
+  }
+
+  wrap(operation: string, key: string | undefined, error: unknown): StoreError {
+    return error instanceof StoreError
+      ? error
+      : new StoreError(operation, describeError(error) ?? 'unknown error', { key, cause: error });
+  }
+
+  /** Expires every pending command and refuses new ones. */
+  close(): void {
+    this.#closed = true;
+    this.#stopProbing();
+    this.#deadlines.expireAll();
+  }
+
+  #startProbing(cooldownMs: number): void {
+    if (this.#probing !== undefined || this.#closed) return;
+    this.#probing = setInterval(() => {
+      if (this.#breaker.state === 'closed') return this.#stopProbing();
+      this.run('probe', undefined, this.probe).catch(() => undefined);
+    }, cooldownMs);
+    this.#probing.unref();
+  }
+
+  #stopProbing(): void {
+    if (this.#probing !== undefined) clearInterval(this.#probing);
+    this.#probing = undefined;
+  }
+}
