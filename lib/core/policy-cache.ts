@@ -1,28 +1,89 @@
-import { LRUCache } from 'lru-cache';
-import { type CachePolicy, type ResolvedPolicy, policyFingerprint, resolvePolicy } from './policy.js';
+import { type CachePolicy, type ResolvedPolicy, resolvePolicy } from './policy.js';
+
+/** Distinct inline policies remembered by value; beyond this the memory starts over (bounded). */
+const MAX_BY_VALUE = 256;
+
+/** One step of the lookup: field name, then that field's value, leads to the next step. */
+interface Step {
+  next: Map<string, Map<unknown, Step>> | undefined;
+  resolved: ResolvedPolicy | undefined;
+}
 
 /**
- * Per-call policies resolved over an engine's defaults, once: per policy object (decorators pass the
- * same object every call), and per set of values for policies written inline (a new object each
- * call), so neither costs a resolution per read. Bounded.
+ * Per-call policies resolved over an engine's defaults once per set of values, so a policy written
+ * inline (a new object each call) costs a few map lookups on its fields (no string built, nothing
+ * kept per object), and one reused call after call (a decorator's) one comparison.
  */
 export class PolicyCache {
-  readonly #byObject = new WeakMap<CachePolicy, ResolvedPolicy>();
-  readonly #byValue = new LRUCache<string, ResolvedPolicy>({ max: 256 });
+  #root: Step = { next: undefined, resolved: undefined };
+  #size = 0;
+  /** The last policy object resolved, and its resolution. */
+  #last: CachePolicy | undefined;
+  #lastResolved: ResolvedPolicy | undefined;
 
   constructor(private readonly defaults: CachePolicy | undefined) {}
 
-  /** Throws ConfigurationError for an invalid policy (every time it is given). */
+  /** Throws ConfigurationError for an invalid policy (every time it is given: only valid ones are kept). */
   resolve(policy: CachePolicy): ResolvedPolicy {
-    let resolved = this.#byObject.get(policy);
-    if (resolved !== undefined) return resolved;
-    const fingerprint = typeof policy === 'object' && policy !== null ? policyFingerprint(policy) : undefined;
-    resolved = fingerprint === undefined ? undefined : this.#byValue.get(fingerprint);
+    if (policy === this.#last) return this.#lastResolved!;
+    let resolved = this.#find(policy);
     if (resolved === undefined) {
       resolved = resolvePolicy(policy, this.defaults);
-      if (fingerprint !== undefined) this.#byValue.set(fingerprint, resolved);
+      this.#remember(policy, resolved);
     }
-    this.#byObject.set(policy, resolved);
+    this.#last = policy;
+    this.#lastResolved = resolved;
     return resolved;
+  }
+
+  #find(policy: CachePolicy): ResolvedPolicy | undefined {
+    // The walk of `fields()`, written out: this runs on every read with a policy written inline.
+    let step: Step | undefined = this.#root;
+    for (const name in policy) {
+      const value: unknown = (policy as Record<string, unknown>)[name];
+      if (typeof value !== 'object' || value === null) step = step.next?.get(name)?.get(value);
+      else if (name !== 'backoff') return undefined;
+      else {
+        step = step.next?.get(name)?.get('{');
+        for (const inner in value)
+          step = step?.next?.get(`${name}.${inner}`)?.get((value as Record<string, unknown>)[inner]);
+        step = step?.next?.get(name)?.get('}');
+      }
+      if (step === undefined) return undefined;
+    }
+    return step.resolved;
+  }
+
+  #remember(policy: CachePolicy, resolved: ResolvedPolicy): void {
+    const path = [...fields(policy)];
+    // Only plain values can be looked up again (a value that is an object never matches by value).
+    if (path.some(([, value]) => typeof value === 'object' && value !== null)) return;
+    if (this.#size >= MAX_BY_VALUE) {
+      this.#root = { next: undefined, resolved: undefined };
+      this.#size = 0;
+    }
+    let step = this.#root;
+    for (const [name, value] of path) {
+      step.next ??= new Map();
+      let byValue = step.next.get(name);
+      if (byValue === undefined) step.next.set(name, (byValue = new Map()));
+      let child = byValue.get(value);
+      if (child === undefined) byValue.set(value, (child = { next: undefined, resolved: undefined }));
+      step = child;
+    }
+    if (step.resolved === undefined) this.#size += 1;
+    step.resolved = resolved;
+  }
+}
+
+/** A policy's fields in the order written, `backoff`'s inner fields as `backoff.initial` and so on. */
+function* fields(policy: CachePolicy): Generator<[string, unknown]> {
+  for (const name in policy) {
+    const value: unknown = (policy as Record<string, unknown>)[name];
+    if (name === 'backoff' && typeof value === 'object' && value !== null) {
+      yield [name, '{'];
+      for (const inner in value) yield [`${name}.${inner}`, (value as Record<string, unknown>)[inner]];
+      yield [name, '}'];
+    } else yield [name, value];
   }
 }

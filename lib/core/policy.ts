@@ -109,31 +109,6 @@ export const DEFAULT_POLICY: Readonly<CachePolicy> = Object.freeze({
 });
 
 /**
- * A string naming a policy's values (field by field, in a fixed order), so per-call policies
- * written inline (`{ soft: '1m' }`, a new object each call) share one resolution. `undefined` for
- * anything that is not a plain policy of known fields (resolving it then reports what is wrong).
- */
-export function policyFingerprint(policy: CachePolicy): string | undefined {
-  let fingerprint = '';
-  let fields = 0;
-  for (const name of POLICY_FIELDS) {
-    const value: unknown = (policy as Record<string, unknown>)[name];
-    if (value === undefined) continue;
-    fields += 1;
-    if (name === 'backoff') {
-      if (typeof value !== 'object' || value === null) return undefined;
-      const { initial, max, ...rest } = value as BackoffPolicy;
-      if (Object.keys(rest).length > 0) return undefined;
-      fingerprint += `${name}=${String(initial)}/${String(max)};`;
-    } else {
-      if (typeof value === 'object' || typeof value === 'function') return undefined;
-      fingerprint += `${name}=${typeof value}:${String(value)};`;
-    }
-  }
-  return fields === Object.keys(policy).length ? fingerprint : undefined;
-}
-
-/**
  * Validates `policy` layered over `base` (both optional) and returns it in milliseconds.
  * `prefix` names the option in errors (e.g. `policy` gives `policy.hard`).
  */
