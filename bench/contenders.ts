@@ -23,6 +23,8 @@ export const CONTENDERS: readonly PeerFactory[] = [
 export const HERD_GUARD_REDIS = herdGuardRedisPeer.name;
 export const HERD_GUARD_MEMORY = herdGuardMemoryPeer.name;
 export const HERD_GUARD_REDIS_STRICT = herdGuardRedisStrictPeer.name;
+/** The in-process singleflight peer, the throughput reference of S4. */
+export const SINGLEFLIGHT = singleflightPeer.name;
 
 export function contenderByName(name: string): PeerFactory {
   const found = CONTENDERS.find((contender) => contender.name === name);
