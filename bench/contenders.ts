@@ -22,7 +22,6 @@ export const CONTENDERS: readonly PeerFactory[] = [
 /** The contender the targets are about. */
 export const HERD_GUARD_REDIS = herdGuardRedisPeer.name;
 export const HERD_GUARD_MEMORY = herdGuardMemoryPeer.name;
-export const HERD_GUARD_REDIS_STRICT = herdGuardRedisStrictPeer.name;
 /** The in-process singleflight peer, the throughput reference of S4. */
 export const SINGLEFLIGHT = singleflightPeer.name;
 

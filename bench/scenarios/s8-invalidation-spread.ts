@@ -214,7 +214,7 @@ function outcome(context: ScenarioContext, rows: SpreadRow[], skipped: readonly 
       '"loads/expire": loader calls during all rounds per `expire` round (the refreshes; a `set` loads nothing).',
       ...(context.options.procs
         ? [
-            "With --procs, pod times come from each pod process's clock (performance.timeOrigin), comparable to a few µs.",
+            "With --procs, pod times come from each pod process's clock (performance.timeOrigin), comparable to a few µs, and the polling pod processes share the machine's CPUs with redis-server: the times include waiting for a CPU.",
           ]
         : []),
       ...(skipped.length > 0
