@@ -4,7 +4,7 @@
  */
 import { bentocachePeer } from './peers/bentocache.peer.js';
 import { cacheManagerPeer } from './peers/cache-manager.peer.js';
-import { herdGuardMemoryPeer, herdGuardRedisPeer } from './peers/herd-guard.peer.js';
+import { herdGuardMemoryPeer, herdGuardRedisPeer, herdGuardRedisStrictPeer } from './peers/herd-guard.peer.js';
 import { noProtectionPeer } from './peers/no-protection.peer.js';
 import { type PeerFactory } from './peers/peer.js';
 import { singleflightPeer } from './peers/singleflight.peer.js';
@@ -16,11 +16,14 @@ export const CONTENDERS: readonly PeerFactory[] = [
   bentocachePeer,
   herdGuardMemoryPeer,
   herdGuardRedisPeer,
+  herdGuardRedisStrictPeer,
 ];
 
 /** The contender the targets are about. */
 export const HERD_GUARD_REDIS = herdGuardRedisPeer.name;
 export const HERD_GUARD_MEMORY = herdGuardMemoryPeer.name;
+/** The in-process singleflight peer, the throughput reference of S4. */
+export const SINGLEFLIGHT = singleflightPeer.name;
 
 export function contenderByName(name: string): PeerFactory {
   const found = CONTENDERS.find((contender) => contender.name === name);

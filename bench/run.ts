@@ -66,6 +66,10 @@ async function main(): Promise<void> {
     freshNamespace,
     progress,
     pinToOneCpu: () => pinToOneCpu([process.pid, redis.pid]),
+    freezeRedis: () => redis.freeze(),
+    thawRedis: () => {
+      if (redis.isFrozen) redis.thaw();
+    },
     redisCommands: async () => {
       const stats = await redis.commandStats();
       // The harness's own commands: INFO (this call), the --procs loader counter.
@@ -85,6 +89,8 @@ async function main(): Promise<void> {
       for (const table of outcome.tables) print(`\n${renderTable(table)}`);
     }
   } finally {
+    // A scenario that failed with Redis frozen must not leave the pods' goodbyes hanging.
+    context.thawRedis();
     await host.shutdown();
     await redis.stop();
   }

@@ -18,7 +18,11 @@ import {
   type ChurnResult,
   type ChurnSpec,
   type FillSpec,
+  type PhaseResult,
   PodRunner,
+  type SteadySpec,
+  type WatchResult,
+  type WatchSpec,
 } from './pod-runner.js';
 import { collectGarbage } from './gc.js';
 import { epochMs } from './time.js';
@@ -37,6 +41,13 @@ export interface Cluster {
   /** Starts the burst on every pod (or on `pods`) at the same moment; resolves when every caller has an answer. */
   burst(spec: BurstSpec, pods?: readonly number[]): Promise<BurstResult[]>;
   churn(spec: ChurnSpec): Promise<ChurnResult[]>;
+  /**
+   * Every pod watches `spec.key` until it serves the awaited state; pod `invalidator` (if given)
+   * first makes `spec.invalidate`, the others do not. Starts at the same moment on every pod.
+   */
+  watch(spec: WatchSpec, invalidator?: number): Promise<WatchResult[]>;
+  /** Steady reads on every pod, on the schedule `spec` gives (absolute times): each pod's phases. */
+  steady(spec: SteadySpec): Promise<PhaseResult[][]>;
   /** Warms `spec.keys` on one pod. Resolves with the number of failed reads. */
   fill(pod: number, spec: FillSpec): Promise<number>;
   takeLoaderCalls(): Promise<LoaderTally>;
@@ -91,6 +102,15 @@ class LocalCluster implements Cluster {
     return Promise.all(this.runners.map((runner) => runner.churn(spec)));
   }
 
+  watch(spec: WatchSpec, invalidator?: number): Promise<WatchResult[]> {
+    // One synchronous loop: the invalidation and every pod's first read start together.
+    return Promise.all(this.runners.map((runner, pod) => runner.watch(watchSpecFor(spec, pod, invalidator))));
+  }
+
+  steady(spec: SteadySpec): Promise<PhaseResult[][]> {
+    return Promise.all(this.runners.map((runner) => runner.steady(spec)));
+  }
+
   fill(pod: number, spec: FillSpec): Promise<number> {
     return this.runners[pod]!.fill(spec);
   }
@@ -111,6 +131,8 @@ class LocalCluster implements Cluster {
 
 /** How far ahead a synchronised start is scheduled, so every pod process has the message in time. */
 const START_LEAD_MS = 60;
+/** The same for one round of a watch (S8: hundreds of rounds, idle pod processes). */
+const WATCH_LEAD_MS = 20;
 const POD_SCRIPT = fileURLToPath(new URL('./pod-process.js', import.meta.url));
 
 export class ProcessHost implements ClusterHost {
@@ -172,6 +194,20 @@ class ProcessCluster implements Cluster {
     return Promise.all(
       this.children.map((child) => child.request({ op: 'churn', spec: timed }) as Promise<ChurnResult>),
     );
+  }
+
+  watch(spec: WatchSpec, invalidator?: number): Promise<WatchResult[]> {
+    const timed = { ...spec, startAtEpochMs: epochMs() + WATCH_LEAD_MS };
+    return Promise.all(
+      this.children.map(
+        (child, pod) =>
+          child.request({ op: 'watch', spec: watchSpecFor(timed, pod, invalidator) }) as Promise<WatchResult>,
+      ),
+    );
+  }
+
+  steady(spec: SteadySpec): Promise<PhaseResult[][]> {
+    return Promise.all(this.children.map((child) => child.request({ op: 'steady', spec }) as Promise<PhaseResult[]>));
   }
 
   fill(pod: number, spec: FillSpec): Promise<number> {
@@ -241,6 +277,13 @@ class PodProcess {
     }
     await this.#exited;
   }
+}
+
+/** `spec` as pod `pod` runs it: only the invalidator invalidates. */
+function watchSpecFor(spec: WatchSpec, pod: number, invalidator: number | undefined): WatchSpec {
+  if (pod === invalidator || spec.invalidate === undefined) return spec;
+  const { invalidate: _invalidate, ...watchOnly } = spec;
+  return watchOnly;
 }
 
 function select<T>(all: readonly T[], indexes: readonly number[] | undefined): readonly T[] {

@@ -25,6 +25,7 @@ export function renderTable(table: Table): string {
 /** Milliseconds with a precision that suits the magnitude (µs for small values). */
 export function ms(value: number): string {
   if (!Number.isFinite(value)) return '-';
+  if (value === 0) return '0';
   if (value < 1) return `${(value * 1000).toFixed(value < 0.01 ? 2 : 0)} µs`;
   if (value < 10) return `${value.toFixed(2)} ms`;
   if (value < 1000) return `${value.toFixed(1)} ms`;

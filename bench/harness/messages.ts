@@ -1,5 +1,5 @@
 /** The IPC protocol between the benchmark process and its pod processes (`--procs`). */
-import { type BurstSpec, type ChurnSpec, type FillSpec } from './pod-runner.js';
+import { type BurstSpec, type ChurnSpec, type FillSpec, type SteadySpec, type WatchSpec } from './pod-runner.js';
 
 export type PodRequest =
   | {
@@ -13,6 +13,8 @@ export type PodRequest =
   | { readonly op: 'burst'; readonly spec: BurstSpec }
   | { readonly op: 'churn'; readonly spec: ChurnSpec }
   | { readonly op: 'fill'; readonly spec: FillSpec }
+  | { readonly op: 'watch'; readonly spec: WatchSpec }
+  | { readonly op: 'steady'; readonly spec: SteadySpec }
   | { readonly op: 'take-loader-calls' }
   | { readonly op: 'gc' }
   | { readonly op: 'close-pod' }

@@ -31,6 +31,10 @@ async function handle(request: PodRequestEnvelope): Promise<unknown> {
       return requireRunner().churn(request.spec);
     case 'fill':
       return requireRunner().fill(request.spec);
+    case 'watch':
+      return requireRunner().watch(request.spec);
+    case 'steady':
+      return requireRunner().steady(request.spec);
     case 'take-loader-calls':
       return requireRunner().takeLoaderCalls();
     case 'gc':

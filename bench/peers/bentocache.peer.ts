@@ -25,15 +25,33 @@
  *   `graceBackoff` keeps its default (10 s; only used when the factory throws).
  * - `prefix: namespace` so every pod of one run shares the same L2 keys.
  *
+ * Writes and invalidations (S8): `set({ key, value, ttl, grace })` and `expire({ key })`
+ * (https://bentocache.dev/docs/methods) write L2 and publish on the bus, and every other instance
+ * then expires its L1 copy logically: its next `getOrSet` reads the new value from L2 (after a
+ * `set`) or serves the graced value while the factory refreshes it (after an `expire`), the same
+ * states herd-guard's `set` and `expire` lead to. Whether an answer was graced is read from the
+ * `cache:hit` event (`graced`), emitted synchronously before `getOrSet` resolves; the listener is
+ * added on the first such read only, so the other scenarios run with no listener.
+ *
  * Connections: the drivers get ioredis connection *options* (as in the docs), so bentocache owns
  * the clients and `disconnect()` closes all three (L2 client + bus publisher + bus subscriber).
  * ioredis must be ^5.3.2 (bentocache's peer range).
  */
+import { EventEmitter } from 'node:events';
+
 import { BentoCache, bentostore } from 'bentocache';
 import { memoryDriver } from 'bentocache/drivers/memory';
 import { redisBusDriver, redisDriver } from 'bentocache/drivers/redis';
 
-import { type PeerFactory, type PeerLoader, type PeerPod, type PeerTtl, redisConnectionFromUrl } from './peer.js';
+import {
+  type PeerFactory,
+  type PeerInvalidation,
+  type PeerLoader,
+  type PeerPod,
+  type PeerServed,
+  type PeerTtl,
+  redisConnectionFromUrl,
+} from './peer.js';
 
 export interface BentocachePeerOptions {
   /** Soft timeout (ms) while a graced value exists. Default 0 (bentocache's default). */
@@ -42,9 +60,15 @@ export interface BentocachePeerOptions {
   l1MaxSize?: string;
 }
 
-class BentocachePod implements PeerPod {
+class BentocachePod implements PeerPod, PeerInvalidation {
+  readonly invalidation: PeerInvalidation = this;
+  /** Whether the last `cache:hit` was graced; written by the listener `read` adds, reset by `read`. */
+  #lastHitGraced = false;
+  #listening = false;
+
   constructor(
     private readonly bento: BentoCache<{ multitier: ReturnType<typeof bentostore> }>,
+    private readonly emitter: EventEmitter,
     private readonly softTimeoutMs: number,
   ) {}
 
@@ -53,14 +77,36 @@ class BentocachePod implements PeerPod {
       key,
       factory: loader,
       ttl: ttl.softMs,
-      grace: ttl.hardMs > ttl.softMs ? ttl.hardMs : false,
+      grace: graceOf(ttl),
       timeout: this.softTimeoutMs,
     });
+  }
+
+  async read(key: string, loader: PeerLoader, ttl: PeerTtl): Promise<PeerServed> {
+    if (!this.#listening) {
+      this.#listening = true;
+      this.emitter.on('cache:hit', (event: { graced?: boolean }) => (this.#lastHitGraced = event.graced === true));
+    }
+    this.#lastHitGraced = false;
+    const value = await this.get(key, loader, ttl);
+    return { value, stale: this.#lastHitGraced };
+  }
+
+  async set(key: string, value: string, ttl: PeerTtl): Promise<void> {
+    await this.bento.set({ key, value, ttl: ttl.softMs, grace: graceOf(ttl) });
+  }
+
+  async expire(key: string): Promise<void> {
+    await this.bento.expire({ key });
   }
 
   async close(): Promise<void> {
     await this.bento.disconnectAll();
   }
+}
+
+function graceOf(ttl: PeerTtl): number | false {
+  return ttl.hardMs > ttl.softMs ? ttl.hardMs : false;
 }
 
 export function createBentocachePeer(options: BentocachePeerOptions = {}): PeerFactory {
@@ -69,11 +115,15 @@ export function createBentocachePeer(options: BentocachePeerOptions = {}): PeerF
   return {
     name: softTimeoutMs === 0 ? 'bentocache' : `bentocache-timeout${softTimeoutMs}`,
     description: `bentocache L1 memory + L2 redis + redis bus, getOrSet({ ttl: softMs, grace: hardMs, timeout: ${softTimeoutMs} })`,
+    invalidates: true,
     async createPod(redisUrl, namespace) {
       const connection = redisConnectionFromUrl(redisUrl);
+      // Bentocache's default emitter is a Node EventEmitter too; this one is ours to listen to.
+      const emitter = new EventEmitter();
       const bento = new BentoCache({
         default: 'multitier',
         prefix: namespace,
+        emitter,
         stores: {
           multitier: bentostore()
             .useL1Layer(memoryDriver({ maxSize: l1MaxSize }))
@@ -83,7 +133,7 @@ export function createBentocachePeer(options: BentocachePeerOptions = {}): PeerF
       });
       // Touch L2 so the connection is up before any herd (L1 miss -> L2 GET).
       await bento.has({ key: '__warmup__' });
-      return new BentocachePod(bento, softTimeoutMs);
+      return new BentocachePod(bento, emitter, softTimeoutMs);
     },
   };
 }

@@ -1,74 +1,97 @@
 /**
  * herd-guard itself, behind the same PeerPod interface as the peers it is compared with.
  *
- * One pod = one `HerdEngine` over its own store, used through the public API (`getOrLoad`):
+ * One pod = one `HerdEngine` over its own store, used through the public API (`getOrLoad`, and
+ * `read`/`set`/`expire` for the invalidation scenario):
  * - `herd-guard-redis`: a `RedisStore` per pod (its own command and subscriber connections), all
  *   pods of a run on the same namespace, so they share envelopes, leases and fill notifications.
+ *   The near cache is on (the default): hits are answered from this process's copies while the
+ *   subscription is live.
+ * - `herd-guard-redis-strict`: the same with `nearCache: false`: every hit reads Redis.
  * - `herd-guard-memory`: a `MemoryStore` per pod. Pods share nothing, so K pods in one benchmark
  *   process behave like K independent processes with the embedded store (one loader call per pod).
  *
  * TTL mapping: `soft: ttl.softMs`, `hard: ttl.hardMs`; everything else is the library default
- * (jitter 0.1, lease 5 s, wait 5 s, stale-while-revalidate on, backoff 1 s..30 s). The per-call
- * policy object is built once per distinct TTL and reused, as a decorator or a service would.
+ * (jitter 0.1, lease 5 s, wait 5 s, stale-while-revalidate on, backoff 1 s..30 s). Every call
+ * passes a new options object written inline, as application code does
+ * (`getOrLoad(key, loader, { policy: { soft: '1m' } })`): nothing is cached by the adapter.
  */
-import { type CachePolicy, HerdEngine, type HerdStore, MemoryStore, type ReadOptions } from '../../lib/index.js';
+import { type CachePolicy, HerdEngine, type HerdStore, MemoryStore } from '../../lib/index.js';
 import { RedisStore } from '../../lib/redis.js';
 
-import { type PeerFactory, type PeerLoader, type PeerPod, type PeerTtl } from './peer.js';
+import {
+  type PeerFactory,
+  type PeerInvalidation,
+  type PeerLoader,
+  type PeerPod,
+  type PeerServed,
+  type PeerTtl,
+} from './peer.js';
 
 export type HerdGuardStoreKind = 'memory' | 'redis';
 
 export interface HerdGuardPeerOptions {
   readonly store: HerdGuardStoreKind;
+  /** Redis store only: the near cache (default on, as in the library). */
+  readonly nearCache?: boolean;
   /** Extra default policy for every pod (merged under the per-call soft/hard). */
   readonly policy?: CachePolicy;
 }
 
-export class HerdGuardPod implements PeerPod {
-  /** Read options per TTL, built once; the last one is kept for the common case of one TTL. */
-  readonly #optionsByTtl = new Map<string, ReadOptions>();
-  #lastTtl: PeerTtl | undefined;
-  #lastOptions: ReadOptions = {};
+export class HerdGuardPod implements PeerPod, PeerInvalidation {
+  /** Only pods sharing a store see each other's writes (the Redis store). */
+  readonly invalidation: PeerInvalidation | undefined;
 
   constructor(
     readonly engine: HerdEngine,
     readonly store: HerdStore,
-  ) {}
+    shared: boolean,
+  ) {
+    this.invalidation = shared ? this : undefined;
+  }
 
   get(key: string, loader: PeerLoader, ttl: PeerTtl): Promise<string> {
-    return this.engine.getOrLoad(key, loader, this.#optionsFor(ttl));
+    return this.engine.getOrLoad(key, loader, { policy: { soft: ttl.softMs, hard: hardOf(ttl) } });
+  }
+
+  async read(key: string, loader: PeerLoader, ttl: PeerTtl): Promise<PeerServed> {
+    const result = await this.engine.read(key, loader, { policy: { soft: ttl.softMs, hard: hardOf(ttl) } });
+    return { value: result.value, stale: result.path === 'stale' };
+  }
+
+  set(key: string, value: string, ttl: PeerTtl): Promise<void> {
+    return this.engine.set(key, value, { policy: { soft: ttl.softMs, hard: hardOf(ttl) } });
+  }
+
+  async expire(key: string): Promise<void> {
+    await this.engine.expire(key);
   }
 
   async close(): Promise<void> {
     await this.engine.close();
     await this.store.close();
   }
+}
 
-  #optionsFor(ttl: PeerTtl): ReadOptions {
-    if (ttl === this.#lastTtl) return this.#lastOptions;
-    const id = `${ttl.softMs}/${ttl.hardMs}`;
-    let options = this.#optionsByTtl.get(id);
-    if (options === undefined) {
-      options = { policy: { soft: ttl.softMs, hard: Math.max(ttl.softMs, ttl.hardMs) } };
-      this.#optionsByTtl.set(id, options);
-    }
-    this.#lastTtl = ttl;
-    this.#lastOptions = options;
-    return options;
-  }
+function hardOf(ttl: PeerTtl): number {
+  return Math.max(ttl.softMs, ttl.hardMs);
 }
 
 export function createHerdGuardPeer(options: HerdGuardPeerOptions): PeerFactory {
+  const strict = options.store === 'redis' && options.nearCache === false;
   return {
-    name: `herd-guard-${options.store}`,
+    name: `herd-guard-${options.store}${strict ? '-strict' : ''}`,
     description:
-      options.store === 'redis'
-        ? 'HerdEngine + RedisStore per pod (shared namespace: cluster-wide lease, fill notification, SWR)'
-        : 'HerdEngine + MemoryStore per pod (one process each: in-process singleflight + SWR, nothing shared)',
+      options.store === 'memory'
+        ? 'HerdEngine + MemoryStore per pod (one process each: in-process singleflight + SWR, nothing shared)'
+        : strict
+          ? 'HerdEngine + RedisStore per pod, nearCache: false (every hit reads Redis; cluster-wide lease, fill notification, SWR)'
+          : 'HerdEngine + RedisStore per pod (near cache on, the default; cluster-wide lease, fill notification, SWR)',
+    invalidates: options.store === 'redis',
     async createPod(redisUrl, namespace) {
       let store: HerdStore;
       if (options.store === 'redis') {
-        const redis = new RedisStore({ url: redisUrl, namespace });
+        const redis = new RedisStore({ url: redisUrl, namespace, ...(strict ? { nearCache: false } : {}) });
         if (!(await redis.ready(10_000))) {
           await redis.close();
           throw new Error(`herd-guard RedisStore did not connect to ${redisUrl}`);
@@ -77,10 +100,11 @@ export function createHerdGuardPeer(options: HerdGuardPeerOptions): PeerFactory 
       } else {
         store = new MemoryStore();
       }
-      return new HerdGuardPod(new HerdEngine({ store, policy: options.policy }), store);
+      return new HerdGuardPod(new HerdEngine({ store, policy: options.policy }), store, options.store === 'redis');
     },
   };
 }
 
 export const herdGuardMemoryPeer: PeerFactory = createHerdGuardPeer({ store: 'memory' });
 export const herdGuardRedisPeer: PeerFactory = createHerdGuardPeer({ store: 'redis' });
+export const herdGuardRedisStrictPeer: PeerFactory = createHerdGuardPeer({ store: 'redis', nearCache: false });

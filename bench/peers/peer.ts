@@ -38,8 +38,30 @@ export type PeerLoader = () => Promise<string>;
 export interface PeerPod {
   /** Read-through get: returns the cached value or the loader's result, as the peer's strategy decides. */
   get(key: string, loader: PeerLoader, ttl: PeerTtl): Promise<string>;
+  /** Writes and invalidations seen by every pod of the cluster, for peers that have them (S8). */
+  readonly invalidation?: PeerInvalidation;
   /** Releases every handle the pod holds (sockets, timers) so that the process can exit by itself. */
   close(): Promise<void>;
+}
+
+/** What a pod answered one read with. */
+export interface PeerServed {
+  readonly value: string;
+  /** Served past its freshness (soft TTL, grace) or after an invalidation, while a refresh runs. */
+  readonly stale: boolean;
+}
+
+/**
+ * A cluster-wide write and invalidation, as the peer's own API offers them: a call on one pod
+ * reaches every pod (through the shared store and the peer's notifications or bus).
+ */
+export interface PeerInvalidation {
+  /** Stores `value` as the key's current value (a write-through after an update). */
+  set(key: string, value: string, ttl: PeerTtl): Promise<void>;
+  /** Marks the key stale: the next reads are answered stale while one refresh runs. */
+  expire(key: string): Promise<void>;
+  /** Like `PeerPod.get`, saying whether the answer was stale. One such read at a time per pod. */
+  read(key: string, loader: PeerLoader, ttl: PeerTtl): Promise<PeerServed>;
 }
 
 export interface PeerFactory {
@@ -47,6 +69,8 @@ export interface PeerFactory {
   readonly name: string;
   /** One line saying how the peer is configured. */
   readonly description: string;
+  /** Its pods offer `invalidation` (the invalidation scenario runs only these). */
+  readonly invalidates?: boolean;
   /** Creates one pod, already connected to Redis (connection set-up is not part of a measured herd). */
   createPod(redisUrl: string, namespace: string): Promise<PeerPod>;
 }

@@ -7,6 +7,8 @@ import { s4SteadyChurn } from './s4-steady-churn.js';
 import { s5HitPath } from './s5-hit-path.js';
 import { s6FailingBackend } from './s6-failing-backend.js';
 import { s7Http } from './s7-http.js';
+import { s8InvalidationSpread } from './s8-invalidation-spread.js';
+import { s9RedisFrozen } from './s9-redis-frozen.js';
 import { type Scenario } from './scenario.js';
 
 export const SCENARIOS: readonly Scenario[] = [
@@ -17,4 +19,6 @@ export const SCENARIOS: readonly Scenario[] = [
   s5HitPath,
   s6FailingBackend,
   s7Http,
+  s8InvalidationSpread,
+  s9RedisFrozen,
 ];

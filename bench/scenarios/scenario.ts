@@ -24,6 +24,12 @@ export interface ScenarioContext {
    * (see harness/cpu-affinity.ts); `undefined` when the platform cannot.
    */
   pinToOneCpu(): Promise<(() => Promise<void>) | undefined>;
+  /**
+   * SIGSTOP / SIGCONT the run's redis-server: it keeps its connections and answers nothing until
+   * thawed. While frozen, `redisCommands()` would time out. The runner thaws it at the end anyway.
+   */
+  freezeRedis(): void;
+  thawRedis(): void;
   /** Progress line on stderr (stdout carries only the report). */
   progress(line: string): void;
 }

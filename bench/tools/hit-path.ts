@@ -4,8 +4,9 @@
  * cost is the difference from the one below it:
  *   raw            ioredis GET of the envelope key
  *   raw+decode     the same + decodeEntry (JSON.parse and validation)
- *   store          RedisStore.get (command timeout, breaker, read coalescing, fallback LRU, decode)
- *   engine         HerdEngine.getOrLoad over the RedisStore
+ *   store          RedisStore.get (near cache, command timeout, breaker, read coalescing, decode)
+ *   engine         HerdEngine.getOrLoad over the RedisStore (per-call options written inline)
+ *   engine-strict  the same over a RedisStore with nearCache: false (every hit reads Redis)
  *   engine-memory  HerdEngine.getOrLoad over a MemoryStore
  *
  *   npx tsc -p tsconfig.bench.json
@@ -17,7 +18,7 @@
  */
 import { Redis } from 'ioredis';
 
-import { decodeEntry, HerdEngine, MemoryStore, type ReadOptions } from '../../lib/index.js';
+import { decodeEntry, HerdEngine, MemoryStore } from '../../lib/index.js';
 import { RedisStore } from '../../lib/redis.js';
 import { RedisServer } from '../../test/helpers/redis-server.js';
 
@@ -36,11 +37,14 @@ const server = await RedisServer.start();
 const store = new RedisStore({ url: server.url, namespace: 'hp' });
 await store.ready();
 const engine = new HerdEngine({ store });
+const strictStore = new RedisStore({ url: server.url, namespace: 'hp', nearCache: false });
+await strictStore.ready();
+const strict = new HerdEngine({ store: strictStore });
 const memory = new HerdEngine({ store: new MemoryStore() });
-const options: ReadOptions = { policy: { soft: 600_000, hard: 3_600_000 } };
 const loader = async (): Promise<string> => 'x'.repeat(64);
-await engine.getOrLoad('k', loader, options);
-await memory.getOrLoad('k', loader, options);
+// Options written inline, a new object per call, as application code does.
+await engine.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } });
+await memory.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } });
 const raw = new Redis(server.url, { lazyConnect: true });
 await raw.connect();
 const rawKey = store.keys.for('k').value;
@@ -49,8 +53,9 @@ const subjects: Record<string, () => Promise<unknown>> = {
   raw: () => raw.get(rawKey),
   'raw+decode': () => raw.get(rawKey).then(decodeEntry),
   store: async () => store.get('k'),
-  engine: () => engine.getOrLoad('k', loader, options),
-  'engine-memory': () => memory.getOrLoad('k', loader, options),
+  engine: () => engine.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } }),
+  'engine-strict': () => strict.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } }),
+  'engine-memory': () => memory.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } }),
 };
 const chosen = Object.entries(subjects).filter(([name]) => only === 'all' || only.split(',').includes(name));
 
@@ -92,7 +97,9 @@ for (const [name, values] of perOp) {
 console.log(`measured ops (all subjects, excluding warm-up): ${totalOps}`);
 
 await engine.close();
+await strict.close();
 await memory.close();
 await store.close();
+await strictStore.close();
 await raw.quit();
 await server.stop();
