@@ -83,10 +83,21 @@ export class BackgroundRefresh {
     version: number,
     tags: readonly string[] | undefined,
   ) {
-    return this.runtime.flights.run(key, version, (cell) =>
-      this.fills.run({ key, loader, policy, stale, tags, mode: 'background', fromVersion: version, cell }),
-    );
+    // The flight is registered now (later stale callers skip it); its work starts after the callers
+    // already answered in this turn have their stale value, so a refresh never delays a stale hit.
+    const { runtime } = this;
+    return runtime.flights.run(key, version, (cell) => {
+      runtime.refreshesStarting += 1;
+      return nextTurn().then(() => {
+        runtime.refreshesStarting -= 1;
+        return this.fills.run({ key, loader, policy, stale, tags, mode: 'background', fromVersion: version, cell });
+      });
+    });
   }
+}
+
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 function ignore(): void {

@@ -32,6 +32,8 @@ export class EngineRuntime {
   readonly pendingOps = new Set<Promise<unknown>>();
   /** Fill watches of followers; `close()` ends their waits. Added and removed by the fill protocol only. */
   readonly watches = new Set<FillWatch>();
+  /** Background refreshes registered whose fill starts on the next turn. Counted by background refresh only. */
+  refreshesStarting = 0;
   /** Fills running, superseded ones included; `close()` waits for them. Added and removed by the fill protocol only. */
   readonly fills = new Set<Promise<unknown>>();
   /** One per running loader; `close()` aborts them. Added and removed by the fill protocol only. */

@@ -218,13 +218,13 @@ export class HerdEngine {
 
   /** Counters since start. */
   stats(): StatsSnapshot {
-    return this.#runtime.stats.snapshot(this.#runtime.fills.size);
+    return this.#runtime.stats.snapshot(this.#runtime.fills.size + this.#runtime.refreshesStarting);
   }
 
   activity(): EngineActivity {
     const runtime = this.#runtime;
     return {
-      inflight: runtime.fills.size,
+      inflight: runtime.fills.size + runtime.refreshesStarting,
       armedWaits: runtime.flights.armedWaits,
       loaders: runtime.loaders.size,
       pendingStoreOps: runtime.pendingOps.size,
