@@ -6,6 +6,11 @@ export interface StoreFixture {
   readonly store: HerdStore;
   /** A second store instance sharing the same backing data (another "process"), when the store is shared. */
   readonly peer?: HerdStore;
+  /**
+   * Resolves once `store` has heard of every change made so far: a store that answers from copies
+   * kept coherent by notifications (the Redis near cache) agrees with its peer only after that.
+   */
+  settle?(store: HerdStore): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -29,7 +34,10 @@ export function describeStoreContract(name: string, create: () => Promise<StoreF
     let store: HerdStore;
     /** The other process when the store is shared, else the same store. */
     let other: HerdStore;
-    const read = async (key: string, from: HerdStore = store): Promise<StoreSnapshot> => await from.get(key);
+    const read = async (key: string, from: HerdStore = store): Promise<StoreSnapshot> => {
+      await fixture.settle?.(from);
+      return await from.get(key);
+    };
 
     beforeEach(async () => {
       fixture = await create();
@@ -204,6 +212,44 @@ export function describeStoreContract(name: string, create: () => Promise<StoreF
         true,
       );
       await expect(read('k')).resolves.toMatchObject({ entry: { value: 'taken over' } });
+    });
+
+    it('stores the value of a holder taken over as stuck while its rescuer holds the lease, under the current version', async () => {
+      const held = await store.acquireLease('k', 60_000);
+      const taken = await other.acquireLease('k', 5_000, { takeoverFrom: held.current.version, takeover: 'stuck' });
+      expect(taken.lease).toBeDefined();
+      // The slow holder finishes first: its value is stored, the rescuer keeps its lease.
+      await expect(store.fill('k', entry('slow holder', { version: held.lease!.fence }), held.lease)).resolves.toBe(
+        true,
+      );
+      await expect(read('k', other)).resolves.toMatchObject({
+        entry: { value: 'slow holder', version: taken.lease!.fence },
+        version: taken.lease!.fence,
+      });
+      await expect(other.extendLease(taken.lease!, 5_000)).resolves.toBe(true);
+      // The rescuer's value replaces it.
+      await expect(other.fill('k', entry('rescuer', { version: taken.lease!.fence }), taken.lease)).resolves.toBe(true);
+      await expect(read('k')).resolves.toMatchObject({ entry: { value: 'rescuer' } });
+    });
+
+    it('fences a holder taken over as stuck once its rescuer let go or the key was invalidated', async () => {
+      const released = await store.acquireLease('k', 60_000);
+      const rescuer = await other.acquireLease('k', 5_000, {
+        takeoverFrom: released.current.version,
+        takeover: 'stuck',
+      });
+      await other.releaseLease(rescuer.lease!);
+      await expect(store.fill('k', entry('late', { version: released.lease!.fence }), released.lease)).resolves.toBe(
+        false,
+      );
+
+      const invalidated = await store.acquireLease('j', 60_000);
+      await other.acquireLease('j', 5_000, { takeoverFrom: invalidated.current.version, takeover: 'stuck' });
+      await other.invalidate('j', 'delete');
+      await expect(
+        store.fill('j', entry('late', { version: invalidated.lease!.fence }), invalidated.lease),
+      ).resolves.toBe(false);
+      await expect(read('j')).resolves.toMatchObject({ entry: undefined });
     });
 
     it('lets only the owner release or extend the lease', async () => {

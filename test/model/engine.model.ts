@@ -58,6 +58,12 @@ export const MODEL_POLICY: CachePolicy = {
 const LEASE_TTL_MS = 100;
 const TAG = 'base';
 
+/** The pod a read ran on and when it started (monotonic ms). */
+interface Reader {
+  readonly pod: number;
+  readonly startedAtMs: number;
+}
+
 /** When an operation began: its tick and its monotonic time. */
 interface Since {
   readonly tick: number;
@@ -69,6 +75,15 @@ interface Write {
   readonly kind: 'set' | 'invalidation';
   readonly issuedAt: number;
   resolvedAt: number | undefined;
+  /** The pod that made the call, and when it resolved (monotonic ms). */
+  readonly pod: number;
+  resolvedAtMs: number | undefined;
+}
+
+/** What reads on other pods than the writer's may lag behind (near cache: the notification's travel). */
+export interface ModelOptions {
+  /** A read on another pod may still get an older value as fresh up to this long after a write resolved. */
+  readonly otherPodsLagMs?: number;
 }
 
 interface BaseValue {
@@ -154,6 +169,8 @@ class Model {
   };
   readonly violations: string[] = [];
 
+  constructor(private readonly otherPodsLagMs = 0) {}
+
   tick(): number {
     return (this.#clock += 1);
   }
@@ -169,11 +186,12 @@ class Model {
   }
 
   /** A write of `key` standing for database version `dbv` starts; call the result when it resolves. */
-  write(key: BaseKey, dbv: number, kind: Write['kind']): () => void {
-    const write: Write = { dbv, kind, issuedAt: this.tick(), resolvedAt: undefined };
+  write(key: BaseKey, dbv: number, kind: Write['kind'], pod = 0): () => void {
+    const write: Write = { dbv, kind, issuedAt: this.tick(), resolvedAt: undefined, pod, resolvedAtMs: undefined };
     this.#writes[key].push(write);
     return () => {
       write.resolvedAt = this.tick();
+      write.resolvedAtMs = performance.now();
     };
   }
 
@@ -182,13 +200,20 @@ class Model {
    * before the read stands for `dbv` or older, unless `dbv` is the value of a set() that overlapped
    * that write (concurrent writes reach the store in either order, and the later arrival wins).
    */
-  #fresh(key: BaseKey, dbv: number, startedAt: number): string | undefined {
+  #fresh(key: BaseKey, dbv: number, startedAt: number, reader: Reader | undefined): string | undefined {
     const source = this.#writes[key].find((write) => write.kind === 'set' && write.dbv === dbv);
     for (const write of this.#writes[key]) {
       if (write.resolvedAt === undefined || write.resolvedAt >= startedAt || dbv >= write.dbv) continue;
+      // Another pod hears of a write when its notification arrives: allow that lag, if configured.
+      const lagging =
+        reader !== undefined &&
+        write.pod !== reader.pod &&
+        write.resolvedAtMs !== undefined &&
+        reader.startedAtMs - write.resolvedAtMs < this.otherPodsLagMs;
+      if (lagging) continue;
       const overlapped =
         source !== undefined && (source.resolvedAt === undefined || source.resolvedAt > write.issuedAt);
-      if (!overlapped) return `${write.kind} of ${key}@${write.dbv}`;
+      if (!overlapped) return `${write.kind} of ${key}@${write.dbv} on pod ${write.pod}`;
     }
     return undefined;
   }
@@ -230,17 +255,17 @@ class Model {
     return { tick: this.tick(), ms: performance.now() };
   }
 
-  checkRead(key: Key, startedAt: number, result: ReadResult<unknown>, readerNow: number): void {
+  checkRead(key: Key, startedAt: number, result: ReadResult<unknown>, readerNow: number, reader?: Reader): void {
     if (result.path !== 'stale' && !result.negative) {
       const values: BaseValue[] =
         key === 'd'
           ? [(result.value as DerivedValue).a, (result.value as DerivedValue).b]
           : [result.value as BaseValue];
       for (const value of values) {
-        const outdatedBy = this.#fresh(value.key, value.dbv, startedAt);
+        const outdatedBy = this.#fresh(value.key, value.dbv, startedAt, reader);
         if (outdatedBy !== undefined) {
           this.violations.push(
-            `read of ${key} started after the ${outdatedBy} resolved, and got ${value.key}@${value.dbv} as ${result.path}`,
+            `read of ${key}${reader === undefined ? '' : ` on pod ${reader.pod}`} started after the ${outdatedBy} resolved, and got ${value.key}@${value.dbv} as ${result.path}`,
           );
         }
       }
@@ -253,10 +278,14 @@ class Model {
 }
 
 /** Runs one scenario on a fresh cluster and returns what it violated (empty when all held). */
-async function runScenario(scenario: Scenario, start: (offsetsMs: readonly number[]) => Promise<ModelCluster>) {
+async function runScenario(
+  scenario: Scenario,
+  start: (offsetsMs: readonly number[]) => Promise<ModelCluster>,
+  options: ModelOptions = {},
+) {
   const cluster = await start(scenario.offsetsMs);
   const { engines } = cluster;
-  const model = new Model();
+  const model = new Model(options.otherPodsLagMs);
   let nextPlan = 0;
   const plan = (): Plan => scenario.plans[nextPlan++ % scenario.plans.length]!;
   const pending: Array<Promise<unknown>> = [];
@@ -319,14 +348,18 @@ async function runScenario(scenario: Scenario, start: (offsetsMs: readonly numbe
           pending.push(
             engine
               .read(step.key, loader, options)
-              .then((result) => model.checkRead(step.key, startedAt, result, clockOf(pod)()), expectTyped),
+              .then(
+                (result) =>
+                  model.checkRead(step.key, startedAt, result, clockOf(pod)(), { pod, startedAtMs: since.ms }),
+                expectTyped,
+              ),
           );
           break;
         }
         case 'update': {
           const dbv = (model.db[step.key] += 1);
           const revoked = model.revoke(step.key);
-          const written = model.write(step.key, dbv, step.how === 'set' ? 'set' : 'invalidation');
+          const written = model.write(step.key, dbv, step.how === 'set' ? 'set' : 'invalidation', pod);
           const done =
             step.how === 'set'
               ? engine.set(step.key, { key: step.key, dbv }, { tags: [TAG] })
@@ -339,7 +372,10 @@ async function runScenario(scenario: Scenario, start: (offsetsMs: readonly numbe
         case 'tag': {
           const versions = { a: (model.db.a += 1), b: (model.db.b += 1) };
           const revoked = [model.revoke('a'), model.revoke('b')];
-          const written = [model.write('a', versions.a, 'invalidation'), model.write('b', versions.b, 'invalidation')];
+          const written = [
+            model.write('a', versions.a, 'invalidation', pod),
+            model.write('b', versions.b, 'invalidation', pod),
+          ];
           const done = step.how === 'expire' ? engine.expireTag(TAG) : engine.deleteTag(TAG);
           pending.push(
             done
@@ -389,11 +425,12 @@ async function runScenario(scenario: Scenario, start: (offsetsMs: readonly numbe
 export async function checkModel(
   start: (offsetsMs: readonly number[]) => Promise<ModelCluster>,
   defaultRuns: number,
+  options: ModelOptions = {},
 ): Promise<void> {
   const numRuns = Number(process.env['HERD_MODEL_RUNS'] ?? defaultRuns);
   const seed = process.env['HERD_MODEL_SEED'] === undefined ? undefined : Number(process.env['HERD_MODEL_SEED']);
   const property = fc.asyncProperty(scenarioArbitrary(), async (scenario) => {
-    const violations = await runScenario(scenario, start);
+    const violations = await runScenario(scenario, start, options);
     expect(violations).toEqual([]);
   });
   await fc.assert(property, {

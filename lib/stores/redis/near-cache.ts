@@ -1,12 +1,16 @@
 import { LRUCache } from 'lru-cache';
 import { type Entry, decodeEntry, lifetimeLeftMs, markedStale } from '../../core/entry.js';
 import { CORRUPT_ENTRY, type InvalidationMode, type StoreRead, type StoreSnapshot } from '../herd-store.interface.js';
+import { estimateHeapBytes } from './heap-size.js';
 
 /** Bounds of the in-process copies. */
 export interface NearCacheOptions {
   /** Most keys kept; the least recently used go first. Default 10,000. */
   readonly maxEntries?: number;
-  /** Most bytes kept (envelopes as UTF-16 strings, plus a little per key). Default 64 MiB. */
+  /**
+   * Most bytes kept, as estimated: each copy's envelope (as a UTF-16 string), its decoded value's
+   * heap size (a bounded estimate), plus a little per key. Default 64 MiB.
+   */
   readonly maxBytes?: number;
 }
 
@@ -19,6 +23,25 @@ export const NEAR_CACHE_DEFAULTS: Required<NearCacheOptions> = Object.freeze({
 const OVERHEAD_BYTES = 200;
 /** Versions announced per key are remembered this many keys back (to refuse an older read's copy). */
 const ANNOUNCED_KEYS = 10_000;
+
+/** The newest version announced for a key, and the announcement's place in this cache's sequence. */
+interface Announcement {
+  readonly version: number;
+  readonly at: number;
+}
+
+/** What a copy is kept with. */
+export interface KeepOptions {
+  /** Loaded here while Redis could not be reached: replaces any copy. */
+  readonly local?: boolean;
+  /** `false` when `envelope` is not the string Redis holds (a write whose version Redis set). */
+  readonly raw?: boolean;
+  /**
+   * The {@link NearCache.mark} taken when the read that returned it was sent: a copy read before
+   * something this cache can no longer check (a clear, a forgotten announcement) is not kept.
+   */
+  readonly since?: number;
+}
 
 interface Copy {
   /** What a hit returns: the entry and its version, one object for every hit. */
@@ -40,9 +63,22 @@ interface Copy {
 export class NearCache {
   readonly #copies: LRUCache<string, Copy>;
   /** The newest version announced per key (by a notification or a change made here). */
-  readonly #announced = new LRUCache<string, number>({ max: ANNOUNCED_KEYS });
+  readonly #announced: LRUCache<string, Announcement>;
+  /** Counts announcements and clears: {@link mark} reads it when a read is sent. */
+  #sequence = 0;
+  /**
+   * Reads sent before this point in the sequence are not kept: a clear happened since, or the
+   * announcement of a key was forgotten (evicted) that a read sent earlier could predate.
+   */
+  #trustedFrom = 0;
 
   constructor(options: NearCacheOptions = {}) {
+    this.#announced = new LRUCache<string, Announcement>({
+      max: ANNOUNCED_KEYS,
+      dispose: (announcement, _key, reason) => {
+        if (reason === 'evict') this.#trustedFrom = Math.max(this.#trustedFrom, announcement.at);
+      },
+    });
     const { maxEntries, maxBytes } = { ...NEAR_CACHE_DEFAULTS, ...options };
     this.#copies = new LRUCache({ max: maxEntries, maxSize: maxBytes, sizeCalculation: (copy) => copy.bytes });
     // Copies leave at their hard expiry, as the envelopes in Redis do (a TTL per copy).
@@ -63,14 +99,24 @@ export class NearCache {
     return this.#copies.get(key)?.snapshot;
   }
 
+  /** Whether a copy of `key` is held (without touching its recency). */
+  has(key: string): boolean {
+    return this.#copies.has(key);
+  }
+
+  /** Where the sequence stands: taken when a read is sent, passed back as `since` with its reply. */
+  mark(): number {
+    return this.#sequence;
+  }
+
   /** Decodes what Redis returned for `key`, reusing the decoded entry when the string is unchanged, and keeps it. */
-  decode(key: string, raw: string | null): StoreRead {
+  decode(key: string, raw: string | null, since?: number): StoreRead {
     if (raw === null) return undefined;
     const copy = this.#copies.get(key);
     if (copy !== undefined && copy.raw === raw) return copy.snapshot.entry;
     const entry = decodeEntry(raw);
     if (entry === undefined) return CORRUPT_ENTRY;
-    this.keep(key, entry, raw);
+    this.keep(key, entry, raw, since === undefined ? {} : { since });
     return entry;
   }
 
@@ -79,21 +125,14 @@ export class NearCache {
    * of the key is known: a read sent before an invalidation may answer after its notification. A
    * value this process loaded while Redis was away (`local`) replaces any copy.
    */
-  keep(
-    key: string,
-    entry: Entry,
-    envelope: string | undefined,
-    options: { local?: boolean; raw?: boolean } = {},
-  ): void {
+  keep(key: string, entry: Entry, envelope: string, options: KeepOptions = {}): void {
     const local = options.local === true;
-    const copy = this.#copies.get(key);
-    if (
-      !local &&
-      (entry.version < (this.#announced.get(key) ?? 0) || (copy?.snapshot.entry.version ?? 0) > entry.version)
-    ) {
-      return;
+    if (!local) {
+      if (options.since !== undefined && options.since < this.#trustedFrom) return;
+      const copy = this.#copies.get(key);
+      if (entry.version < this.#announcedVersion(key) || (copy?.snapshot.entry.version ?? 0) > entry.version) return;
     }
-    const bytes = OVERHEAD_BYTES + 2 * (envelope?.length ?? 0);
+    const bytes = OVERHEAD_BYTES + 2 * envelope.length + estimateHeapBytes(entry.value, envelope.length);
     const raw = options.raw === false ? undefined : envelope;
     this.#copies.set(
       key,
@@ -104,7 +143,8 @@ export class NearCache {
 
   /** A change of `key` at `version` (a fill, a write, an invalidation) was announced. */
   announce(key: string, version: number): void {
-    if (version > (this.#announced.get(key) ?? 0)) this.#announced.set(key, version);
+    this.#sequence += 1;
+    if (version > this.#announcedVersion(key)) this.#announced.set(key, { version, at: this.#sequence });
   }
 
   /** An invalidation of `key` at `version` made here or heard of. */
@@ -135,8 +175,14 @@ export class NearCache {
     return copy.local || entry.invalidated === true ? entry : markedStale(entry, entry.version);
   }
 
-  /** Forgets every copy (they may have missed notifications). */
+  /** Forgets every copy (they may have missed notifications), and refuses those of reads sent before. */
   clear(): void {
     this.#copies.clear();
+    this.#sequence += 1;
+    this.#trustedFrom = this.#sequence;
+  }
+
+  #announcedVersion(key: string): number {
+    return this.#announced.get(key)?.version ?? 0;
   }
 }

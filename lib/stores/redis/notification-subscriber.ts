@@ -19,8 +19,11 @@ export class NotificationSubscriber {
     client: Redis | Cluster,
     private readonly channel: string,
     onMessage: (message: string) => void,
-    /** Runs after every successful (re)subscribe: messages may have been missed before it. */
-    private readonly onSubscribed: () => void,
+    /**
+     * Runs after every successful (re)subscribe, with the time (`performance.now()`) it was sent:
+     * messages may have been missed before it.
+     */
+    private readonly onSubscribed: (sentAt: number) => void,
   ) {
     this.#connection = subscriberFor(client);
     this.#connection.on('error', () => undefined);
@@ -46,6 +49,16 @@ export class NotificationSubscriber {
     return new Promise((resolve) => this.#waiting.add(resolve));
   }
 
+  /**
+   * Drops the connection and opens a new one (which subscribes when ready): for a connection that
+   * looks up but delivers nothing.
+   */
+  reconnect(): void {
+    if (this.#closed) return;
+    this.#subscribed = false;
+    this.#connection.disconnect(true);
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     this.#subscribed = false;
@@ -54,13 +67,14 @@ export class NotificationSubscriber {
 
   #subscribe(): void {
     if (this.#closed) return;
+    const sentAt = performance.now();
     this.#connection.subscribe(this.channel).then(
       () => {
         if (this.#closed || this.#connection.status !== 'ready') return;
         this.#subscribed = true;
         for (const resolve of this.#waiting) resolve();
         this.#waiting.clear();
-        this.onSubscribed();
+        this.onSubscribed(sentAt);
       },
       // The connection went away before the reply: its next 'ready' subscribes again.
       () => undefined,

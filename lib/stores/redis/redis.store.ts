@@ -20,6 +20,7 @@ import {
 } from '../herd-store.interface.js';
 import { CommandGate } from './command-gate.js';
 import { MAX_BROADCAST_ENVELOPE, decodeFillMessage, keyPart } from './fill-message.js';
+import { HEARTBEAT_INTERVAL_MS, Heartbeat } from './heartbeat.js';
 import { NotificationSubscriber } from './notification-subscriber.js';
 import {
   type Client,
@@ -34,16 +35,21 @@ import { RedisKeys } from './redis-keys.js';
 import type { RedisStoreOptions } from './redis-store.options.js';
 import { NEAR_CACHE_DEFAULTS, NearCache } from './near-cache.js';
 
-/** How often the store publishes a heartbeat it expects to hear back on its subscription. */
-export const HEARTBEAT_INTERVAL_MS = 1_000;
+export { HEARTBEAT_INTERVAL_MS } from './heartbeat.js';
+
+/**
+ * How long a read waits for Redis while the near cache is not trusted (notifications late) before
+ * a copy of the key, if one is held, answers it as stale.
+ */
+export const STALE_COPY_PATIENCE_MS = 10;
 
 /**
  * The store for many processes: envelopes, versions, leases and notifications in Redis (standalone
  * or Cluster), with a near cache: copies of envelopes in process memory, kept coherent by the
  * notifications, that answer hits without a round trip while the subscription is known to be live
- * (its own heartbeat comes back in time). While Redis is unreachable it answers from the copies (as
- * stale), fails fast behind a circuit breaker that probes in the background, and reports itself
- * degraded; it recovers by itself, with or without traffic.
+ * (its own heartbeat comes back in time, see Heartbeat). While Redis is unreachable or slow it
+ * answers from the copies (as stale), fails fast behind a circuit breaker that probes in the
+ * background, and reports itself degraded; it recovers by itself, with or without traffic.
  */
 export class RedisStore implements HerdStore {
   readonly name = 'redis';
@@ -62,11 +68,8 @@ export class RedisStore implements HerdStore {
   readonly #near: NearCache;
   /** Whether hits may be answered from the near cache (`nearCache` not `false`). */
   readonly #nearHits: boolean;
-  /** Identifies this store's heartbeats on the shared channel. */
-  readonly #heartbeatId = randomBytes(8).toString('base64url');
-  #heartbeat: NodeJS.Timeout | undefined;
-  /** When this store last heard its own heartbeat (or subscribed): copies are trusted this long after. */
-  #heardAt = Number.NEGATIVE_INFINITY;
+  /** Whether notifications are recent enough for the copies to answer hits. */
+  readonly #heartbeat: Heartbeat;
   /**
    * Reads joinable by readers of the same key until the end of the tick that sent them: a reader
    * arriving later may come after an invalidation, so it reads anew.
@@ -93,15 +96,22 @@ export class RedisStore implements HerdStore {
       this.#client,
       this.keys.channel,
       (message) => this.#onMessage(message),
-      () => this.#onSubscribed(),
+      (sentAt) => this.#onSubscribed(sentAt),
     );
-    this.#heartbeat = setInterval(() => this.#sendHeartbeat(), HEARTBEAT_INTERVAL_MS);
-    this.#heartbeat.unref();
+    this.#heartbeat = new Heartbeat(
+      {
+        publish: (message) =>
+          this.#gate.run('heartbeat', undefined, () => this.#client.publish(this.keys.channel, message)),
+        resubscribe: () => this.#subscriber.reconnect(),
+      },
+      HEARTBEAT_INTERVAL_MS + commandTimeoutMs,
+      () => this.#subscriber.subscribed,
+    );
   }
 
   /** The near cache's keys and bytes now (for tests and metrics). */
   get nearCache(): { readonly entries: number; readonly bytes: number; readonly trusted: boolean } {
-    return { entries: this.#near.size, bytes: this.#near.bytes, trusted: this.#trusted() };
+    return { entries: this.#near.size, bytes: this.#near.bytes, trusted: this.#heartbeat.inTime() };
   }
 
   /** Followers currently registered for fill notifications. */
@@ -131,17 +141,27 @@ export class RedisStore implements HerdStore {
   }
 
   /**
-   * One MGET of the envelope and the version. Built as an ioredis Command so a late reply can be
-   * rejected on the command itself: the gate's breaker and time limit without a wrapping promise.
+   * The key's copy when notifications are in time; otherwise one MGET of the envelope and the
+   * version, joined by the readers of the key in the same tick.
    */
   get(key: string): StoreSnapshot | Promise<StoreSnapshot> {
+    const trusted = this.#nearHits && this.#heartbeat.inTime();
     // A hit on a trusted copy never leaves the process.
-    if (this.#nearHits && this.#trusted()) {
+    if (trusted) {
       const copy = this.#near.hit(key);
       if (copy !== undefined) return copy;
     }
-    const inflight = this.#reads.get(key);
-    if (inflight !== undefined) return inflight;
+    const read = this.#reads.get(key) ?? this.#read(key);
+    // Notifications are late: a copy at hand answers as stale if Redis is slow too.
+    if (this.#nearHits && !trusted && this.#near.has(key)) return this.#patiently(key, read);
+    return read;
+  }
+
+  /**
+   * One MGET of the envelope and the version. Built as an ioredis Command so a late reply can be
+   * rejected on the command itself: the gate's breaker and time limit without a wrapping promise.
+   */
+  #read(key: string): Promise<StoreSnapshot> {
     const refusal = this.#gate.refusal('get', key);
     if (refusal !== undefined) return Promise.reject(refusal).catch((error: unknown) => this.#fallbackFor(key, error));
     const layout = this.keys.for(key);
@@ -150,10 +170,11 @@ export class RedisStore implements HerdStore {
       replyEncoding: 'utf8',
     });
     const pending = this.#gate.deadline('get', key, (error) => command.reject(error));
+    const since = this.#near.mark();
     const read: Promise<StoreSnapshot> = (command.promise as Promise<[string | null, string | null]>).then(
       ([raw, version]) => {
         this.#gate.settled(pending);
-        const entry = this.#near.decode(key, raw);
+        const entry = this.#near.decode(key, raw, since);
         return { entry, version: Math.max(Number(version ?? 0), entryVersion(entry)) };
       },
       (error: unknown) => {
@@ -169,6 +190,17 @@ export class RedisStore implements HerdStore {
     return read;
   }
 
+  /** `read`, or the copy of `key` as stale if `read` takes longer than {@link STALE_COPY_PATIENCE_MS}. */
+  #patiently(key: string, read: Promise<StoreSnapshot>): Promise<StoreSnapshot> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        const entry = this.#near.fallback(key);
+        if (entry !== undefined) resolve(snapshotOf(entry));
+      }, STALE_COPY_PATIENCE_MS);
+      read.then(resolve, reject).finally(() => clearTimeout(timer));
+    });
+  }
+
   async fill(key: string, entry: Entry, lease: Lease | undefined): Promise<boolean> {
     const envelope = this.#encode(key, entry);
     if (lease === undefined) {
@@ -177,6 +209,7 @@ export class RedisStore implements HerdStore {
       return false;
     }
     const layout = this.keys.for(key);
+    const since = this.#near.mark();
     const written = await this.#gate.run('fill', key, () =>
       this.#client.herdGuardFill(
         layout.value,
@@ -194,13 +227,14 @@ export class RedisStore implements HerdStore {
     this.#changed(key);
     if (written !== 1) return false;
     this.#near.announce(key, lease.fence);
-    this.#near.keep(key, entry, envelope);
+    this.#near.keep(key, entry, envelope, { since });
     return true;
   }
 
   async set(key: string, entry: Entry): Promise<number> {
     const envelope = this.#encode(key, entry);
     const layout = this.keys.for(key);
+    const since = this.#near.mark();
     const version = Number(
       await this.#gate.run('set', key, () =>
         this.#client.herdGuardSet(
@@ -217,7 +251,7 @@ export class RedisStore implements HerdStore {
     );
     this.#changed(key);
     this.#near.announce(key, version);
-    this.#near.keep(key, withVersion(entry, version), envelope, { raw: false });
+    this.#near.keep(key, withVersion(entry, version), envelope, { raw: false, since });
     return version;
   }
 
@@ -255,11 +289,13 @@ export class RedisStore implements HerdStore {
   async acquireLease(key: string, ttlMs: number, options: AcquireOptions = {}): Promise<LeaseAttempt> {
     const layout = this.keys.for(key);
     const takeover = options.takeover ?? 'forced';
-    // A lease taken over as stuck is marked in its token: it is not taken over as stuck again.
+    // A lease taken over as stuck is marked in its token with the fence it took over from: it is not
+    // taken over as stuck again, and the holder it replaced may still store its value while it holds.
     const rescue = options.takeoverFrom !== undefined && takeover === 'stuck';
-    const token = `${rescue ? 's.' : ''}${randomBytes(16).toString('base64url')}`;
+    const token = `${rescue ? `s.${options.takeoverFrom}.` : ''}${randomBytes(16).toString('base64url')}`;
     const grantMs = Math.ceil(Math.min(ttlMs, this.#firstLeaseMs));
     const takeoverFrom = options.takeoverFrom === undefined ? '' : String(options.takeoverFrom);
+    const since = this.#near.mark();
     const [granted, version, raw, repaired] = await this.#gate.run(
       'acquire-lease',
       key,
@@ -277,7 +313,7 @@ export class RedisStore implements HerdStore {
         if (lateGranted === 1) this.#releaseOrphan({ key, token, fence: Number(lateVersion), ttlMs: grantMs });
       },
     );
-    const entry = this.#near.decode(key, raw);
+    const entry = this.#near.decode(key, raw, since);
     const current: StoreSnapshot = { entry, version: Math.max(Number(version), entryVersion(entry)) };
     const found = { current, ...(repaired === 1 ? { repaired: true } : {}) };
     if (granted !== 1) return { lease: undefined, ...found };
@@ -315,14 +351,14 @@ export class RedisStore implements HerdStore {
     if (this.#client.status !== 'ready')
       return { status: 'degraded', breaker, reason: `connection ${this.#client.status}` };
     if (!this.#subscriber.subscribed) return { status: 'degraded', breaker, reason: 'notifications not subscribed' };
-    if (!this.#heardInTime()) return { status: 'degraded', breaker, reason: 'notifications late' };
+    if (!this.#heartbeat.inTime()) return { status: 'degraded', breaker, reason: 'notifications late' };
     return { status: 'up', breaker };
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    clearInterval(this.#heartbeat);
+    this.#heartbeat.stop();
     this.#signals.notifyAll();
     this.#gate.close();
     await Promise.all([this.#subscriber.close(), this.#ownsClient ? closeConnection(this.#client) : Promise.resolve()]);
@@ -359,53 +395,35 @@ export class RedisStore implements HerdStore {
     this.#signals.notify(key);
   }
 
-  /** Copies answer hits while the subscription is up and its heartbeat came back in time. */
-  #trusted(): boolean {
-    return this.#subscriber.subscribed && this.#heardInTime();
-  }
-
-  #heardInTime(): boolean {
-    return performance.now() - this.#heardAt <= HEARTBEAT_INTERVAL_MS + this.#gate.timeoutMs;
-  }
-
   /** Subscribed (again): messages may have been missed, so copies are dropped and followers re-check. */
-  #onSubscribed(): void {
+  #onSubscribed(sentAt: number): void {
     this.#near.clear();
-    this.#heardAt = performance.now();
+    this.#heartbeat.confirmed(sentAt);
     this.#signals.notifyAll();
-  }
-
-  #sendHeartbeat(): void {
-    this.#gate
-      .run('heartbeat', undefined, () => this.#client.publish(this.keys.channel, `h:${this.#heartbeatId}`))
-      .catch(() => undefined);
   }
 
   /**
    * Another process (or this one) changed a key. A read of the key still out may predate it, so
    * later reads send a new one; the copy of the key follows the change (replaced by the envelope the
-   * message carries, marked stale, or dropped); followers of the key re-check.
+   * message carries when a copy is held or a follower here waits for it, marked stale, or dropped);
+   * followers of the key re-check.
    */
   #onMessage(message: string): void {
-    if (message.startsWith('h:')) return this.#onHeartbeat(message);
+    if (this.#heartbeat.heard(message)) return;
     const notice = decodeFillMessage(message);
     if (notice === undefined) return;
     const { key, envelope, kind, version } = notice;
     this.#reads.delete(key);
     if (kind === 'stale' || kind === 'delete') this.#near.invalidated(key, kind, version);
     else if (kind === 'fill' || kind === 'write') {
-      this.#near.announce(key, version);
-      if (envelope === undefined) this.#near.replaced(key, version);
-      else this.#near.decode(key, envelope);
+      const wanted = this.#near.has(key) || this.#signals.has(key);
+      if (envelope === undefined || !wanted) this.#near.replaced(key, version);
+      else {
+        this.#near.announce(key, version);
+        this.#near.decode(key, envelope);
+      }
     }
     this.#signals.notify(key);
-  }
-
-  /** Our own heartbeat came back: the subscription delivers. After a gap, copies may have missed messages. */
-  #onHeartbeat(message: string): void {
-    if (message !== `h:${this.#heartbeatId}`) return;
-    if (!this.#heardInTime()) this.#near.clear();
-    this.#heardAt = performance.now();
   }
 }
 
