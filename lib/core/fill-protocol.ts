@@ -22,6 +22,9 @@ import { UnserializableValue, roundTrip } from './serializers.js';
 /** A follower re-checks the store at least this often: a lost notification costs at most this long. */
 export const RECHECK_INTERVAL_MS = 250;
 
+/** The shortest wait before extending a lease again after an extension failed. */
+const MIN_EXTEND_RETRY_MS = 50;
+
 /** What a fill produced: an entry, and whether it comes from this load (then it is served even if already expired). */
 export interface Fill {
   readonly entry: Entry;
@@ -100,10 +103,17 @@ export class FillProtocol {
       for (;;) {
         // A fill still running when the engine closed must not start a load (or take a lease).
         if (runtime.closed) throw new ClosedError(key);
-        const outcome = await this.#tryLease(request, takeoverFrom);
+        let outcome = await this.#tryLease(request, takeoverFrom);
         takeoverFrom = undefined;
-        // Check: nothing to coordinate with, so load here (coalesced in this process only).
-        if (outcome.kind === 'unreachable') return await this.#load(request, undefined, undefined);
+        if (outcome.kind === 'unreachable') {
+          // Check: nothing to coordinate with, so load here (coalesced in this process only). Unless
+          // a holder was seen and the store is not deemed down: one failed re-check (a slow reply)
+          // is no reason to load beside a holder that may well be loading.
+          if (holder === undefined || runtime.store.health().breaker === 'open') {
+            return await this.#load(request, undefined, undefined);
+          }
+          outcome = { kind: 'contended', current: undefined, version: holder.version };
+        }
         // Lock: this caller owns the fill.
         if (outcome.kind === 'owner') return await this.#load(request, outcome.lease, outcome.current);
         // Contended: someone else loads. Settle for what this request accepts, or wait for the fill.
@@ -375,24 +385,33 @@ export class FillProtocol {
   #keepLeaseAlive(lease: Lease, policy: ResolvedPolicy, onLost: () => void): { stop(): void } {
     const { runtime } = this;
     let timer: NodeJS.Timeout | undefined;
-    const schedule = (ttlMs: number): void => {
-      timer = setTimeout(extend, Math.max(1, Math.floor(ttlMs / 3)));
+    /** When the lease lapses unless extended (from the last request that extended it). */
+    let expiresAt = performance.now() + lease.ttlMs;
+    const schedule = (delayMs: number): void => {
+      timer = setTimeout(extend, Math.max(1, Math.floor(delayMs)));
     };
     const extend = (): void => {
+      const sentAt = performance.now();
       runtime.store.extendLease(lease, policy.leaseTtlMs).then(
         (kept) => {
           if (timer === undefined) return;
-          if (kept) return schedule(policy.leaseTtlMs);
-          runtime.emit({ type: 'lease-lost', key: lease.key });
-          onLost();
+          if (!kept) {
+            runtime.emit({ type: 'lease-lost', key: lease.key });
+            return onLost();
+          }
+          expiresAt = sentAt + policy.leaseTtlMs;
+          schedule(policy.leaseTtlMs / 3);
         },
         (error: unknown) => {
           runtime.emit({ type: 'store-error', operation: 'extend-lease', key: lease.key, error });
-          if (timer !== undefined) schedule(policy.leaseTtlMs);
+          if (timer === undefined) return;
+          // Try again while the lease still holds (a short fault must not let a second loader in).
+          const leftMs = expiresAt - performance.now();
+          schedule(leftMs > 0 ? Math.max(MIN_EXTEND_RETRY_MS, leftMs / 3) : policy.leaseTtlMs / 3);
         },
       );
     };
-    schedule(lease.ttlMs);
+    schedule(lease.ttlMs / 3);
     return {
       stop: () => {
         clearTimeout(timer);

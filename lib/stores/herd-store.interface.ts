@@ -105,6 +105,9 @@ export interface HerdStore {
    * Stores the value loaded under `lease` (its `version` must be `lease.fence`) if the key is still
    * at that version, releases the lease if still held, and wakes followers, as one step. Resolves
    * `false` when the load was fenced (an invalidation or another grant came first): nothing is written.
+   * One grant does not fence it: a lease taken over from `lease` as `stuck`, while it holds (the slow
+   * holder's value is as good as its rescuer's, and ready first); it is then stored under the key's
+   * current version.
    * Without a lease (the store could not be reached when the load began) nothing shared is written
    * (`false`); a store may keep the value for this process alone.
    */

@@ -26,8 +26,11 @@ export interface MemoryStoreOptions {
 
 interface HeldLease {
   readonly token: string;
-  /** Taken over from a holder that was stuck: not taken over again as stuck. */
-  readonly rescue: boolean;
+  /**
+   * The fence of the holder this lease was taken over from as stuck: not taken over again as stuck,
+   * and that holder may still store its value while this lease holds.
+   */
+  readonly rescuedFrom: number | undefined;
   /** The key's version from its grant until another grant or an invalidation. */
   readonly fence: number;
   readonly expiresAt: number;
@@ -100,8 +103,10 @@ export class MemoryStore implements HerdStore {
     this.#indexes.maybeSweep();
     if (lease === undefined) return false;
     const held = this.#leases.get(key);
-    const written = this.#versionOf(this.#entries.get(key), held) === lease.fence;
-    if (written) this.#write(key, withVersion(entry, lease.fence));
+    const version = this.#versionOf(this.#entries.get(key), held);
+    const rescued = held?.rescuedFrom === lease.fence && held.expiresAt > this.#now();
+    const written = version === lease.fence || rescued;
+    if (written) this.#write(key, withVersion(entry, version));
     if (held !== undefined && held.token === lease.token) this.#leases.delete(key);
     this.#signals.notify(key);
     return written;
@@ -142,14 +147,14 @@ export class MemoryStore implements HerdStore {
     const version = this.#versionOf(entry, held);
     const free = held === undefined || held.expiresAt <= now;
     const stuck = options.takeover === 'stuck';
-    const takeover = !free && options.takeoverFrom === version && !(stuck && held.rescue);
+    const takeover = !free && options.takeoverFrom === version && !(stuck && held.rescuedFrom !== undefined);
     if (!free && !takeover) return { lease: undefined, current: { entry, version } };
     const lease: Lease = { key, token: randomUUID(), fence: ++this.#counter, ttlMs };
     this.#leases.set(key, {
       token: lease.token,
       fence: lease.fence,
       expiresAt: now + ttlMs,
-      rescue: takeover && stuck,
+      rescuedFrom: takeover && stuck ? version : undefined,
     });
     if (this.#leases.size >= this.#sweptAt * 2) this.#sweepLeases(now);
     return { lease, current: { entry, version: lease.fence } };

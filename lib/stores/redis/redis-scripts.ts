@@ -73,26 +73,40 @@ return {1, bump(KEYS[2]), current, repaired}
 /**
  * KEYS: value, lease, version. ARGV: envelope, px ms, fence, token, channel, key part, max
  * broadcast length. Writes the envelope only if the key is still at the fence's version (no
- * invalidation, no other grant since the load began), releases the lease if the token still holds
- * it, and notifies (with the envelope when written). Returns 1 if written.
+ * invalidation, no other grant since the load began), or if the only change since is the lease
+ * taken over as stuck from this fence and still held (token `s.<fence>.`: the slow holder's value
+ * is as good, and earlier): then under the current version. Releases the lease if the token still
+ * holds it, and notifies (with the envelope when written). Returns 1 if written.
  */
 export const FILL = `${NOTIFY}
 local written = 0
-if tonumber(redis.pcall('GET', KEYS[3])) == tonumber(ARGV[3]) then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+local envelope = ARGV[1]
+local version = redis.pcall('GET', KEYS[3])
+local lease = redis.pcall('GET', KEYS[2])
+if tonumber(version) == tonumber(ARGV[3]) then
   written = 1
+elseif type(lease) == 'string' and type(version) == 'string' then
+  local rescuer = 's.' .. ARGV[3] .. '.'
+  local head, rest = string.match(envelope, '^({"v":%d+,"n":)%d+()')
+  if head and string.sub(lease, 1, string.len(rescuer)) == rescuer then
+    envelope = head .. version .. string.sub(envelope, rest)
+    written = 1
+  end
+end
+if written == 1 then
+  redis.call('SET', KEYS[1], envelope, 'PX', ARGV[2])
 end
 local released = 0
-if redis.pcall('GET', KEYS[2]) == ARGV[4] then
+if lease == ARGV[4] then
   redis.call('DEL', KEYS[2])
   released = 1
 end
 if written == 1 then
   local body = ''
-  if string.len(ARGV[1]) <= tonumber(ARGV[7]) then
-    body = ARGV[1]
+  if string.len(envelope) <= tonumber(ARGV[7]) then
+    body = envelope
   end
-  notify(ARGV[5], 'f', ARGV[3], ARGV[6], body)
+  notify(ARGV[5], 'f', version, ARGV[6], body)
 elseif released == 1 then
   notify(ARGV[5], 'r', ARGV[3], ARGV[6])
 end
