@@ -11,14 +11,16 @@ export class UpstreamUnavailableError extends HerdGuardError {
   readonly status = 503;
   readonly expose = false;
 
-  constructor(
-    key: string,
-    readonly waitedMs: number,
-  ) {
+  /** How long the caller waited, in whole milliseconds. */
+  readonly waitedMs: number;
+
+  constructor(key: string, waitedMs: number) {
+    const rounded = Math.round(waitedMs);
     super(
-      `No value for "${key}" after waiting ${waitedMs} ms for another process to load it ` +
+      `No value for "${key}" after waiting ${rounded} ms for another process to load it ` +
         `(policy.waitTimeout; set policy.onWaitTimeout to 'load' to load instead)`,
       { key },
     );
+    this.waitedMs = rounded;
   }
 }

@@ -543,7 +543,12 @@ describe('HerdEngine across processes sharing one store', () => {
     }
     const store = new Relay();
     const strict = new HerdEngine({ store, policy: { waitTimeout: '30ms' } });
-    await expect(strict.getOrLoad('k', () => 'x')).rejects.toBeInstanceOf(UpstreamUnavailableError);
+    const failure = await strict.getOrLoad('k', () => 'x').catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(UpstreamUnavailableError);
+    // Whole milliseconds, in the field and the message.
+    const { waitedMs, message } = failure as UpstreamUnavailableError;
+    expect(Number.isInteger(waitedMs) && waitedMs >= 60).toBe(true);
+    expect(message).toContain(`after waiting ${waitedMs} ms`);
     const lenient = new HerdEngine({ store, policy: { waitTimeout: '30ms', onWaitTimeout: 'load' } });
     const lenientLoader = counted((context: LoadContext<string>) =>
       context.fence === undefined ? 'unleased' : 'leased',

@@ -47,6 +47,11 @@ describe('HerdGuardModule options', () => {
     ['memory options next to a store', { store: someStore, memory: { maxEntries: 10 } }, 'memory'],
     ['a memory size that is not a positive integer', { memory: { maxEntries: 0 } }, 'memory.maxEntries'],
     ['an unknown memory option', { memory: { size: 10 } }, 'memory.size'],
+    [
+      'the removed Redis option fallbackEntries',
+      { redis: { url: 'redis://127.0.0.1:6390', fallbackEntries: 10 } },
+      'redis.fallbackEntries',
+    ],
     ['an empty namespace', { namespace: '' }, 'namespace'],
     ['a namespace with spaces', { namespace: 'my app' }, 'namespace'],
     ['a policy that is not an object', { policy: '30s' }, 'policy'],
