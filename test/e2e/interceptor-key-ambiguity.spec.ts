@@ -67,6 +67,13 @@ describe.each(ADAPTERS)('HerdGuardInterceptor keys tell apart requests the handl
     expect(visitor.body).toEqual({ site: 'shop.example.com', url: '/home' });
   });
 
+  it('never answers a request for one host with the page built for another port of it', async () => {
+    // A handler that builds absolute links reads the Host header, port included.
+    await http().get('/home').set('Host', 'shop.example.com:1337');
+    const visitor = await http().get('/home').set('Host', 'shop.example.com');
+    expect(visitor.body.site).toBe('shop.example.com');
+  });
+
   it('never answers a query with bytes that are not UTF-8 from the entry of another such query', async () => {
     // Latin-1 forms send é as %E9 and è as %E8; the handler reads each as it came.
     const first = await http().get('/search?q=caf%E9');
