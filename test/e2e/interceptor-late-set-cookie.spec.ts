@@ -91,6 +91,12 @@ describe.each(ADAPTERS)('HerdGuardInterceptor and a Set-Cookie added as the resp
     expect(alice.headers['set-cookie']).toHaveLength(1);
     expect(bob.headers['set-cookie']).toHaveLength(1);
     expect(bob.body.csrfToken).not.toBe(alice.body.csrfToken);
-    expect(bob.headers['x-cache']).toBeUndefined();
+  });
+
+  it('never marks a response that went out with a session cookie as storable by shared caches downstream', async () => {
+    const alice = await http().get('/signup');
+    expect(alice.headers['set-cookie']).toHaveLength(1);
+    // A CDN that stored it would hand Alice's session cookie to everyone.
+    expect(alice.headers['cache-control'] ?? 'no-store').toMatch(/private|no-store/);
   });
 });
