@@ -94,6 +94,37 @@ describe('method cache keys', () => {
     expect(error.message).toContain('key');
   });
 
+  it('rejects a class instance whose state is all in private fields, which would write as {} whatever it holds', () => {
+    class AccountId {
+      readonly #value: string;
+      constructor(value: string) {
+        this.#value = value;
+      }
+      get value(): string {
+        return this.#value;
+      }
+    }
+    const error = keyError(() => methodCacheKey('Accounts.balance', [new AccountId('bob')]));
+    expect(error.path).toBe('args[0]');
+    expect(error.message).toContain('AccountId');
+    expect(error.message).toContain('`key` function');
+  });
+
+  it('still writes plain and null-prototype objects without properties, and instances with a toJSON()', () => {
+    class Money {
+      readonly #cents: number;
+      constructor(cents: number) {
+        this.#cents = cents;
+      }
+      toJSON(): number {
+        return this.#cents;
+      }
+    }
+    expect(stableSerialize({})).toBe('{}');
+    expect(stableSerialize(Object.create(null))).toBe('{}');
+    expect(stableSerialize(new Money(5))).not.toBe(stableSerialize(new Money(7)));
+  });
+
   it('accepts the same object twice when it is not a cycle', () => {
     const shared = { id: 1 };
     expect(methodCacheKey('M.m', [{ a: shared, b: shared }])).toBe('M.m({"a":{"id":1},"b":{"id":1}})');
