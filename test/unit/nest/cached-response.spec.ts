@@ -10,7 +10,14 @@ describe('what the interceptor may store', () => {
     ['private', false, true],
     ['private, max-age=60', true, false],
     ['public, max-age=60', false, false],
-    ['max-age=0, must-revalidate', false, false],
+    ['max-age=0, must-revalidate', false, true],
+    ['max-age=0', false, true],
+    ['proxy-revalidate, max-age=0', false, true],
+    ['public, max-age=60, s-maxage=0', false, true],
+    ['S-MaxAge=0', false, true],
+    ['max-age=0, s-maxage=60, must-revalidate', false, false],
+    ['max-age=60, must-revalidate', false, false],
+    ['max-age="60"', false, false],
   ])('reads Cache-Control: %s (scoped route: %s) as forbidding storage: %s', (header, scoped, forbidden) => {
     expect(forbidsStoring(header, scoped)).toBe(forbidden);
   });
