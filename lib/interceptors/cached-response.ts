@@ -34,16 +34,27 @@ export const REPLAYED_HEADERS: readonly string[] = [
 ];
 
 /**
- * Whether a response's `Cache-Control` forbids herd-guard to store it: `no-store`, `no-cache`, or
- * `private` (allowed on a scoped route, whose entry belongs to one user).
+ * Whether a response's `Cache-Control` forbids herd-guard to store it, read as a shared cache
+ * (RFC 9111 §5.2.2): `no-store`, `no-cache`, `private` (allowed on a scoped route, whose entry
+ * belongs to one user), or a freshness lifetime of zero (`s-maxage=0`, or `max-age=0` without
+ * `s-maxage`, with or without `must-revalidate`/`proxy-revalidate`): such a response must not be
+ * reused without asking the origin again, which a cache hit would not do.
  */
 export function forbidsStoring(cacheControl: string | undefined, scoped: boolean): boolean {
   if (cacheControl === undefined) return false;
+  let maxAge: string | undefined;
+  let sharedMaxAge: string | undefined;
   for (const directive of cacheControl.split(',')) {
-    const name = directive.split('=')[0]!.trim().toLowerCase();
+    const [rawName, ...rest] = directive.split('=');
+    const name = rawName!.trim().toLowerCase();
     if (name === 'no-store' || name === 'no-cache' || (name === 'private' && !scoped)) return true;
+    const value = rest.join('=').trim().replace(/^"(.*)"$/, '$1');
+    if (name === 'max-age') maxAge = value;
+    else if (name === 's-maxage') sharedMaxAge = value;
   }
-  return false;
+  // s-maxage wins over max-age for a shared cache.
+  const lifetime = sharedMaxAge ?? maxAge;
+  return lifetime !== undefined && /^0+$/.test(lifetime);
 }
 
 /** A value the interceptor stored as a response (anything else found under a route key is a bare body). */
