@@ -6,6 +6,7 @@ type PlatformResponse = {
   headersSent?: unknown;
   raw?: NodeResponse;
   getHeader?(name: string): unknown;
+  getHeaders?(): Record<string, unknown>;
 };
 
 /** The Node.js `ServerResponse` underneath (Express's response is one; Fastify's reply holds it as `raw`). */
@@ -65,6 +66,17 @@ export class HttpResponse {
         : (this.raw as PlatformResponse).getHeader?.(name);
     if (value === undefined || value === null) return undefined;
     return Array.isArray(value) ? value.map(String).join(', ') : String(value);
+  }
+
+  /** Every header set so far, by lower-case name (several values joined with `, `). */
+  headers(): Record<string, string> {
+    const all = (this.raw as PlatformResponse).getHeaders?.() ?? {};
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(all)) {
+      if (value === undefined || value === null) continue;
+      headers[name.toLowerCase()] = Array.isArray(value) ? value.map(String).join(', ') : String(value);
+    }
+    return headers;
   }
 
   setHeader(name: string, value: string): void {
