@@ -27,6 +27,19 @@ class DocsController {
     return { url: `https://docs.example.com/v${this.runs.next('latest')}` };
   }
 
+  @Get('docs/old')
+  @Redirect('https://docs.example.com/new', 301)
+  moved(): { run: number } {
+    return { run: this.runs.next('moved') };
+  }
+
+  /** Permanent by default, temporary for this run: the returned status wins, as Nest reads it. */
+  @Get('docs/beta')
+  @Redirect('https://docs.example.com/stable', 301)
+  beta(): { url: string; statusCode: number } {
+    return { url: `https://beta-${this.runs.next('beta')}.example.com`, statusCode: 307 };
+  }
+
   @Get('docs/mirror')
   @Redirect('https://mirror-0.example.com', 307)
   mirror(): { url: string } {
@@ -56,6 +69,7 @@ describe.each(ADAPTERS)('HerdGuardInterceptor and @Redirect() on %s', (adapter) 
   it.each([
     ['302', '/docs/latest', 'https://docs.example.com/v2'],
     ['307', '/docs/mirror', 'https://mirror-2.example.com'],
+    ['307', '/docs/beta', 'https://beta-2.example.com'],
   ])(
     'never stores a %s redirect (a status outside the cacheable set): the next request is redirected by its own run',
     async (status, path, second) => {
@@ -67,4 +81,12 @@ describe.each(ADAPTERS)('HerdGuardInterceptor and @Redirect() on %s', (adapter) 
       expect(next.headers['cache-control']).toBeUndefined();
     },
   );
+
+  it('stores a permanent (301) redirect and answers the next request with it from the cache', async () => {
+    const first = await http().get('/docs/old').redirects(0);
+    const next = await http().get('/docs/old').redirects(0);
+    expect([first.status, next.status]).toEqual([301, 301]);
+    expect(next.headers['location']).toBe('https://docs.example.com/new');
+    expect(next.headers['x-cache']).toBe('HIT');
+  });
 });
