@@ -23,7 +23,7 @@ import { CACHEABLE_STATUSES, type CachedResponse, forbidsStoring } from './cache
 import { HttpResponse } from './http-response.js';
 import { type HandlerOutput, ResponseExchange } from './response-exchange.js';
 import { type RouteConfig, routeConfig } from './route-config.js';
-import { type RouteHandler, describeRouteHandler, isStreamBody } from './route-handler.js';
+import { type RouteHandler, describeRouteHandler, finalStatus, isStreamBody } from './route-handler.js';
 import { UncacheableResponse } from './uncacheable-response.js';
 
 /** Set on a request once an interceptor caches it, so a second binding (route + global) passes through. */
@@ -164,9 +164,11 @@ export class HerdGuardInterceptor implements NestInterceptor {
           takeLast(1),
           defaultIfEmpty(undefined),
           map((body: unknown) => {
-            const output = exchange.handlerOutput(baseline);
+            const handler = this.#handlerOf(context);
+            const handled = exchange.handlerOutput(baseline);
+            const output = { ...handled, status: finalStatus(handler, body, handled.status) };
             if (isStreamBody(body)) {
-              this.#handlerOf(context).cacheable = false;
+              handler.cacheable = false;
               throw new UncacheableResponse(body, output.status, 'a stream');
             }
             if (output.sentByHandler) throw new UncacheableResponse(body, output.status, 'sent by the handler');
