@@ -186,6 +186,31 @@ describe('route cache keys', () => {
     expect(forged).not.toBe(routeCacheKey({ method: 'GET', url: '/b/items', host: 'a.example.com', scope: 'x' }));
   });
 
+  it('keeps query bytes as sent, so queries that are not UTF-8 never share a key', () => {
+    const e9 = routeCacheKey({ method: 'GET', url: '/search?q=caf%E9' });
+    const e8 = routeCacheKey({ method: 'GET', url: '/search?q=caf%E8' });
+    expect(e9).toBe('http:GET /search?q=caf%E9');
+    expect(e8).not.toBe(e9);
+  });
+
+  it('leaves out an ignored query parameter however its name is encoded', () => {
+    const plain = routeCacheKey({ method: 'GET', url: '/items?page=2' });
+    expect(routeCacheKey({ method: 'GET', url: '/items?%5F=1&page=2&&', ignoreQuery: ['_'] })).toBe(plain);
+  });
+
+  it('tells apart two ports of one host', () => {
+    const a = routeCacheKey({ method: 'GET', url: '/home', host: 'shop.example.com:1337' });
+    expect(a).toBe('http:GET //shop.example.com:1337/home');
+    expect(a).not.toBe(routeCacheKey({ method: 'GET', url: '/home', host: 'shop.example.com' }));
+  });
+
+  it('cannot be forged by a URL that looks like a host: a path starting with //, or one without a leading /', () => {
+    const site = routeCacheKey({ method: 'GET', url: '/home', host: 'shop.example.com' });
+    expect(routeCacheKey({ method: 'GET', url: '//shop.example.com/home' })).not.toBe(site);
+    const absolute = routeCacheKey({ method: 'GET', url: 'http://x/', host: 'shop.example.com' });
+    expect(absolute).not.toBe(routeCacheKey({ method: 'GET', url: '//x/', host: 'shop.example.comhttp:' }));
+  });
+
   it('cannot be forged by a header value that looks like another part of the key', () => {
     const forged = routeCacheKey({ method: 'GET', url: '/items', vary: { 'accept-language': 'de @admin' } });
     const scoped = routeCacheKey({ method: 'GET', url: '/items', vary: { 'accept-language': 'de' }, scope: 'admin' });
