@@ -231,13 +231,16 @@ export class HerdGuardInterceptor implements NestInterceptor {
     scope: string | undefined,
   ): string | undefined | Promise<string | undefined> {
     const request = context.switchToHttp().getRequest<HttpRequest>();
+    const host = this.#hostOf(request);
+    // Without a Host (HTTP/1.0) the URL alone does not say which site was asked for.
+    if (host === undefined) return undefined;
     const route = this.routeConfigOf(context);
     const vary: Record<string, string | undefined> = {};
     for (const name of route.vary) vary[name] = headerValue(request, name);
     return routeCacheKey({
       method: this.#methodOf(request),
       handler: this.#handlerOf(context).id,
-      host: this.#hostOf(request),
+      host,
       url: this.#urlOf(request),
       ignoreQuery: route.ignoreQuery,
       vary,
@@ -325,12 +328,33 @@ export class HerdGuardInterceptor implements NestInterceptor {
     return String(adapter === undefined ? request.url : adapter.getRequestUrl(request));
   }
 
-  /** The host name the request was sent to (as Nest's host routing reads it), or `undefined` when absent. */
+  /**
+   * The host the request was sent to, for the key: its `Host` (`:authority` in HTTP/2) as sent,
+   * port included, and the host name Nest routes by when that differs (`X-Forwarded-Host` behind
+   * a trusted proxy). `undefined` when there is no Host, or one no client would send (not a
+   * host[:port]): such requests are not cached.
+   */
   #hostOf(request: HttpRequest): string | undefined {
+    const host = headerValue(request, 'host') ?? headerValue(request, ':authority');
+    if (host === undefined || !HOST.test(host)) return undefined;
     const adapter = this.httpAdapterHost?.httpAdapter;
-    const host: unknown = adapter === undefined ? headerValue(request, 'host') : adapter.getRequestHostname(request);
-    return typeof host === 'string' && host !== '' ? host : undefined;
+    const routed: unknown = adapter?.getRequestHostname(request);
+    if (typeof routed !== 'string' || routed === '' || routed.toLowerCase() === hostName(host).toLowerCase()) {
+      return host;
+    }
+    // A space never occurs in a valid Host, so the two names cannot run into each other.
+    return `${host} ${routed}`;
   }
+}
+
+/** A Host header value: a host (RFC 3986 reg-name or IP literal) and an optional port. */
+const HOST = /^[A-Za-z0-9\-._~%!$&'()*+,;=:[\]]+$/;
+
+/** The host part of a Host header value, without its port. */
+function hostName(host: string): string {
+  const from = host.startsWith('[') ? host.indexOf(']') + 1 : 0;
+  const colon = host.indexOf(':', from);
+  return colon === -1 ? host : host.slice(0, colon);
 }
 
 function headerValue(request: HttpRequest, name: string): string | undefined {
