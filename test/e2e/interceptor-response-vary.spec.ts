@@ -90,4 +90,24 @@ describe.each(ADAPTERS)('HerdGuardInterceptor honours the Vary header a handler 
     expect([first.body.run, second.body.run]).toEqual([1, 2]);
     expect(second.headers['x-cache']).not.toBe('HIT');
   });
+
+  it('still answers from the cache a request whose listed headers match, and says which headers it varies by', async () => {
+    await http().get('/greeting').set('Accept-Language', 'de-DE');
+    const german = await http().get('/greeting').set('Accept-Language', 'de-DE');
+    expect(german.headers['x-cache']).toBe('HIT');
+    expect(german.body).toEqual({ text: 'Hallo', run: 1 });
+    expect(german.headers['vary']).toMatch(/^accept-language$/i);
+
+    // The first run shows the handler varies by X-Tenant-Plan; from then on each plan has its own entry.
+    const runs = [];
+    for (const plan of ['pro', 'pro', 'pro', 'free', 'pro']) {
+      const response = await http().get('/negotiated').set('X-Tenant-Plan', plan);
+      expect(response.body.plan).toBe(plan);
+      runs.push(response.body.run);
+    }
+    expect(runs).toEqual([1, 2, 2, 3, 2]);
+    const hit = await http().get('/negotiated').set('X-Tenant-Plan', 'free');
+    expect(hit.headers['x-cache']).toBe('HIT');
+    expect(hit.headers['vary']).toMatch(/^x-tenant-plan$/i);
+  });
 });
