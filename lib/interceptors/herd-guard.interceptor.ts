@@ -25,6 +25,15 @@ import { type HandlerOutput, ResponseExchange } from './response-exchange.js';
 import { type RouteConfig, routeConfig } from './route-config.js';
 import { type RouteHandler, describeRouteHandler, finalStatus, isStreamBody } from './route-handler.js';
 import { UncacheableResponse } from './uncacheable-response.js';
+import { mergeVary, varyNames } from './vary.js';
+
+/** What a run's response must agree with to be stored under its key. */
+interface StoreConditions {
+  /** The route is scoped: its entries belong to one user, and `Cache-Control: private` is allowed. */
+  readonly scoped: boolean;
+  /** The request headers the key includes, lower case. */
+  readonly vary: readonly string[];
+}
 
 /** Set on a request once an interceptor caches it, so a second binding (route + global) passes through. */
 const HANDLED = Symbol('herd-guard.handled');
@@ -42,6 +51,12 @@ type HttpRequest = {
 interface HandlerState extends RouteHandler {
   /** Written once a run shows the handler returns streams, so later requests pass through at once. */
   cacheable: boolean;
+  /**
+   * Request headers (lower case) the handler's responses named in `Vary` though the key did not
+   * include them. Added to by a run whose response was not stored for that reason; only grows, so
+   * later keys include them.
+   */
+  readonly varies: Set<string>;
 }
 
 /**
@@ -97,9 +112,14 @@ export class HerdGuardInterceptor implements NestInterceptor {
     if (scope === undefined && !this.routeConfigOf(context).shareAcrossUsers && this.hasCredentials(context)) {
       return next.handle();
     }
+    // The request headers the key includes; `Vary: *` set before the handler (a middleware) means none would do.
+    const vary = this.#varyOf(context);
+    if (vary.includes('*')) return next.handle();
     const key = this.trackBy(context, scope);
-    if (key instanceof Promise) return key.then((resolved) => this.#cached(context, next, request, scope, resolved));
-    return this.#cached(context, next, request, scope, key);
+    if (key instanceof Promise) {
+      return key.then((resolved) => this.#cached(context, next, request, { scope, key: resolved, vary }));
+    }
+    return this.#cached(context, next, request, { scope, key, vary });
   }
 
   /** Read: fresh, stale (one background refresh) or one coalesced run of the handler. */
@@ -107,8 +127,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
     context: ExecutionContext,
     next: CallHandler,
     request: HttpRequest,
-    scope: string | undefined,
-    key: string | undefined,
+    { scope, key, vary }: { scope: string | undefined; key: string | undefined; vary: readonly string[] },
   ): Observable<unknown> {
     if (key === undefined) return next.handle();
     const exchange = new ResponseExchange(this.#response(context));
@@ -124,7 +143,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
     let own: UncacheableResponse | undefined;
     const load = (loading: LoadContext<unknown>): Observable<CachedResponse | null> => {
       ranHere = true;
-      return this.#load(context, next, exchange, scoped, loading.stale).pipe(
+      return this.#load(context, next, exchange, { scoped, vary }, loading.stale).pipe(
         tap({ error: (error: unknown) => (own = error instanceof UncacheableResponse ? error : undefined) }),
       );
     };
@@ -133,7 +152,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
         // The engine served the others a stale entry (fail-safe); this request keeps what its handler sent.
         if (own !== undefined && !own.failure) return own.body;
         const body = exchange.replay(result.value);
-        this.setCacheHeaders(context, result, scoped, route.vary);
+        this.setCacheHeaders(context, result, scoped, vary);
         return body;
       },
       (error: unknown): unknown => {
@@ -155,7 +174,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
     context: ExecutionContext,
     next: CallHandler,
     exchange: ResponseExchange,
-    scoped: boolean,
+    keyed: StoreConditions,
     refreshing: unknown,
   ): Observable<CachedResponse | null> {
     return from(exchange.beforeRun(refreshing)).pipe(
@@ -172,7 +191,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
               throw new UncacheableResponse(body, output.status, 'a stream');
             }
             if (output.sentByHandler) throw new UncacheableResponse(body, output.status, 'sent by the handler');
-            return this.#toStored(body, output, exchange, scoped);
+            return this.#toStored(body, output, exchange, keyed, handler);
           }),
         ),
       ),
@@ -184,9 +203,18 @@ export class HerdGuardInterceptor implements NestInterceptor {
     body: unknown,
     { status, headers }: HandlerOutput,
     exchange: ResponseExchange,
-    scoped: boolean,
+    { scoped, vary }: StoreConditions,
+    handler: HandlerState,
   ): CachedResponse | null {
     if (!CACHEABLE_STATUSES.has(status)) throw new UncacheableResponse(body, status, `status ${status}`);
+    // Vary (RFC 9111 §4.1): the entry may serve only requests whose listed headers match, so each must be in the key.
+    const answered = varyNames(exchange.response.header('vary'));
+    if (answered.includes('*')) throw new UncacheableResponse(body, status, 'Vary: *');
+    const unkeyed = answered.filter((name) => !vary.includes(name));
+    if (unkeyed.length > 0) {
+      for (const name of unkeyed) handler.varies.add(name);
+      throw new UncacheableResponse(body, status, `Vary names ${unkeyed.join(', ')}, not in the key yet`);
+    }
     const cacheControl = headers['cache-control'] ?? exchange.preparedCacheControl;
     if (forbidsStoring(cacheControl, scoped)) {
       throw new UncacheableResponse(body, status, `Cache-Control: ${cacheControl ?? ''}`);
@@ -223,8 +251,10 @@ export class HerdGuardInterceptor implements NestInterceptor {
 
   /**
    * The cache key of this request, or `undefined` to pass it through uncached. Default:
-   * {@link routeCacheKey} of the method, handler, host, URL, ignored query parameters, `vary`
-   * headers and `scope`.
+   * {@link routeCacheKey} of the method, handler, host, URL, ignored query parameters, the values
+   * of the request headers the response varies by (the route's `vary`, and those the handler names
+   * in its `Vary` response header) and `scope`. A response whose `Vary` names a header the default
+   * key leaves out is not stored: an override should key by those headers too.
    */
   protected trackBy(
     context: ExecutionContext,
@@ -236,7 +266,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
     if (host === undefined) return undefined;
     const route = this.routeConfigOf(context);
     const vary: Record<string, string | undefined> = {};
-    for (const name of route.vary) vary[name] = headerValue(request, name);
+    for (const name of this.#varyOf(context)) vary[name] = headerValue(request, name);
     return routeCacheKey({
       method: this.#methodOf(request),
       handler: this.#handlerOf(context).id,
@@ -257,8 +287,9 @@ export class HerdGuardInterceptor implements NestInterceptor {
   }
 
   /**
-   * Sets `X-Cache`, `Age`, `Vary`, and `Cache-Control` (see {@link cacheHeaders}) unless the
-   * response has one already (the handler's own, from `@Header` or replayed), which is sent as written.
+   * Sets `X-Cache`, `Age`, and `Cache-Control` (see {@link cacheHeaders}) unless the response has
+   * one already (the handler's own, from `@Header` or replayed), which is sent as written; adds to
+   * `Vary` the request headers the key includes (`vary`, lower case) that it does not list yet.
    */
   protected setCacheHeaders(
     context: ExecutionContext,
@@ -272,7 +303,8 @@ export class HerdGuardInterceptor implements NestInterceptor {
     for (const [name, value] of Object.entries(cacheHeaders(result, Date.now(), scoped))) {
       if (name !== 'Cache-Control' || !written) response.setHeader(name, value);
     }
-    if (vary.length > 0) response.appendHeader('Vary', vary.join(', '));
+    const merged = mergeVary(response.header('vary'), vary);
+    if (merged !== undefined) response.setHeader('Vary', merged);
   }
 
   /**
@@ -308,10 +340,22 @@ export class HerdGuardInterceptor implements NestInterceptor {
         handler,
         context.getClass(),
       ]);
-      state = { ...described, cacheable: skip !== true && described.unreplayable === undefined };
+      state = { ...described, cacheable: skip !== true && described.unreplayable === undefined, varies: new Set() };
       this.#handlers.set(handler, state);
     }
     return state;
+  }
+
+  /**
+   * The request headers the key includes (lower case): the route's `vary`, those named by a `Vary`
+   * set before the handler ran (`@Header`, CORS or another middleware) and those the handler's
+   * responses named before ({@link HandlerState.varies}). `*` among them: nothing may be stored.
+   */
+  #varyOf(context: ExecutionContext): string[] {
+    const names = new Set(this.routeConfigOf(context).vary);
+    for (const name of varyNames(this.#response(context).header('vary'))) names.add(name);
+    for (const name of this.#handlerOf(context).varies) names.add(name);
+    return [...names];
   }
 
   #response(context: ExecutionContext): HttpResponse {
