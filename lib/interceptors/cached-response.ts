@@ -74,7 +74,10 @@ export function forbidsStoring(cacheControl: string | undefined, scoped: boolean
     const [rawName, ...rest] = directive.split('=');
     const name = rawName!.trim().toLowerCase();
     if (name === 'no-store' || name === 'no-cache' || (name === 'private' && !scoped)) return true;
-    const value = rest.join('=').trim().replace(/^"(.*)"$/, '$1');
+    const value = rest
+      .join('=')
+      .trim()
+      .replace(/^"(.*)"$/, '$1');
     if (name === 'max-age') maxAge = value;
     else if (name === 's-maxage') sharedMaxAge = value;
   }

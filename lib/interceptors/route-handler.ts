@@ -53,7 +53,8 @@ export function describeRouteHandler(controller: new (...args: never[]) => unkno
  */
 export function finalStatus(handler: RouteHandler, body: unknown, current: number): number {
   if (handler.redirectStatus === undefined) return current;
-  const returned = typeof body === 'object' && body !== null ? (body as { statusCode?: unknown }).statusCode : undefined;
+  const returned =
+    typeof body === 'object' && body !== null ? (body as { statusCode?: unknown }).statusCode : undefined;
   return typeof returned === 'number' && returned !== 0 ? returned : handler.redirectStatus;
 }
 
