@@ -20,8 +20,10 @@ import type { CachedRouteOptions } from '../interfaces/cached-route-options.inte
 import { routeCacheKey } from '../keys/route-key.js';
 import { cacheHeaders } from './cache-headers.js';
 import { CACHEABLE_STATUSES, type CachedResponse, forbidsStoring } from './cached-response.js';
+import { HeadFences } from './head-fences.js';
 import { HttpResponse } from './http-response.js';
 import { type HandlerOutput, ResponseExchange } from './response-exchange.js';
+import { ResponseHead } from './response-head.js';
 import { type RouteConfig, routeConfig } from './route-config.js';
 import { type RouteHandler, describeRouteHandler, finalStatus, isStreamBody } from './route-handler.js';
 import { UncacheableResponse } from './uncacheable-response.js';
@@ -29,10 +31,13 @@ import { mergeVary, varyNames } from './vary.js';
 
 /** What a run's response must agree with to be stored under its key. */
 interface StoreConditions {
+  readonly key: string;
   /** The route is scoped: its entries belong to one user, and `Cache-Control: private` is allowed. */
   readonly scoped: boolean;
   /** The request headers the key includes, lower case. */
   readonly vary: readonly string[];
+  /** The head of the response of the request the run is for, as it goes out (`undefined` off Node.js). */
+  readonly head: ResponseHead | undefined;
 }
 
 /** Set on a request once an interceptor caches it, so a second binding (route + global) passes through. */
@@ -84,6 +89,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
   /** Route options per handler, read once (the policy object must stay the same for the engine's cache). */
   readonly #routes = new WeakMap<object, RouteConfig>();
   readonly #handlers = new WeakMap<object, HandlerState>();
+  readonly #fences = new HeadFences();
 
   constructor(
     protected readonly herd: HerdGuardService,
@@ -135,6 +141,8 @@ export class HerdGuardInterceptor implements NestInterceptor {
     // A Cache-Control set before the handler runs (`@Header`, a middleware) may forbid storing already.
     if (forbidsStoring(exchange.preparedCacheControl, scoped)) return next.handle();
     request[HANDLED] = true;
+    // A Set-Cookie added as the response goes out makes it private, and keeps its run out of the cache.
+    const head = ResponseHead.watch(exchange.response.node);
     const route = this.routeConfigOf(context);
     const tags = typeof route.tags === 'function' ? route.tags(context) : route.tags;
     // Set when this request's own handler runs (not when it joined another request's run).
@@ -143,7 +151,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
     let own: UncacheableResponse | undefined;
     const load = (loading: LoadContext<unknown>): Observable<CachedResponse | null> => {
       ranHere = true;
-      return this.#load(context, next, exchange, { scoped, vary }, loading.stale).pipe(
+      return this.#load(context, next, exchange, { scoped, vary, key, head }, loading.stale).pipe(
         tap({ error: (error: unknown) => (own = error instanceof UncacheableResponse ? error : undefined) }),
       );
     };
@@ -151,9 +159,14 @@ export class HerdGuardInterceptor implements NestInterceptor {
       (result) => {
         // The engine served the others a stale entry (fail-safe); this request keeps what its handler sent.
         if (own !== undefined && !own.failure) return own.body;
-        const body = exchange.replay(result.value);
-        this.setCacheHeaders(context, result, scoped, vary);
-        return body;
+        const reply = (): unknown => {
+          const body = exchange.replay(result.value);
+          this.setCacheHeaders(context, result, scoped, vary);
+          return body;
+        };
+        // Another request's run whose head is still going out may yet prove private: wait for its verdict.
+        const fence = ranHere ? undefined : this.#fences.verdict(key);
+        return fence === undefined ? reply() : fence.then((servable) => (servable ? reply() : RUN_OWN_HANDLER));
       },
       (error: unknown): unknown => {
         const cause = error instanceof LoaderFailedError ? error.cause : error;
@@ -191,11 +204,33 @@ export class HerdGuardInterceptor implements NestInterceptor {
               throw new UncacheableResponse(body, output.status, 'a stream');
             }
             if (output.sentByHandler) throw new UncacheableResponse(body, output.status, 'sent by the handler');
-            return this.#toStored(body, output, exchange, keyed, handler);
+            const stored = this.#toStored(body, output, exchange, keyed, handler);
+            this.#fenceOnHead(keyed, handler, () => new UncacheableResponse(body, output.status, 'Set-Cookie'));
+            return stored;
           }),
         ),
       ),
     );
+  }
+
+  /**
+   * A run is stored only if its request's response goes out without `Set-Cookie`. A refresh that
+   * runs after its request was answered from the cache knows already (throws `uncacheable()`);
+   * otherwise the entry is stored before that head is written, so it is fenced until then and, when
+   * the head carries a cookie, deleted, and the handler is not cached by this process any more (a
+   * session middleware sets cookies on its responses).
+   */
+  #fenceOnHead({ key, head }: StoreConditions, handler: HandlerState, uncacheable: () => UncacheableResponse): void {
+    if (head === undefined) return;
+    if (head.isWritten) {
+      if (head.setCookie) throw uncacheable();
+      return;
+    }
+    this.#fences.add(key, head, async () => {
+      handler.cacheable = false;
+      // A store error is the engine's to report (events, metrics); the entry then expires with its TTL.
+      await this.herd.delete(key).catch(() => undefined);
+    });
   }
 
   /** What to store for a body the handler sent; throws {@link UncacheableResponse} when it may not be stored. */

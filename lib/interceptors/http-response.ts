@@ -28,6 +28,11 @@ export class HttpResponse {
     private readonly adapter: AbstractHttpAdapter | undefined,
   ) {}
 
+  /** The Node.js response underneath (Express's response is one; Fastify's reply holds it as `raw`). */
+  get node(): unknown {
+    return (this.raw as PlatformResponse).raw ?? this.raw;
+  }
+
   /** The status the response will be sent with, as it stands now. */
   get status(): number {
     const response = this.raw as PlatformResponse;
@@ -48,7 +53,7 @@ export class HttpResponse {
 
   /** Resolves once the response is on its way: headers sent, finished, or the connection closed. */
   sent(): Promise<void> {
-    const node = ((this.raw as PlatformResponse).raw ?? this.raw) as NodeResponse;
+    const node = this.node as NodeResponse;
     if (this.headersSent || node.writableFinished === true || node.destroyed === true || node.once === undefined) {
       return Promise.resolve();
     }
