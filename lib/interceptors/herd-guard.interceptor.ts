@@ -54,7 +54,10 @@ type HttpRequest = {
 
 /** Per handler, read once: its identity in keys and whether it may be cached at all. */
 interface HandlerState extends RouteHandler {
-  /** Written once a run shows the handler returns streams, so later requests pass through at once. */
+  /**
+   * Written (to false, never back) once a run shows the handler returns streams, or its response
+   * got a `Set-Cookie` as it went out: later requests pass through at once.
+   */
   cacheable: boolean;
   /**
    * Request headers (lower case) the handler's responses named in `Vary` though the key did not
@@ -72,10 +75,14 @@ interface HandlerState extends RouteHandler {
  * Safe by default (RFC 9111 §3.5 and §4, as a shared cache):
  * - requests with `Authorization` or `Cookie` pass through uncached unless the route has a `scope`
  *   (per-user entries, `Cache-Control: private`) or `shareAcrossUsers: true`;
- * - the key names the host, the handler (controller, method, version), the path and the query;
- * - a response is stored only with a status in {@link CACHEABLE_STATUSES}, without `Set-Cookie`,
- *   and without a `Cache-Control` of `no-store`, `no-cache` or (unscoped) `private`, which is sent
- *   as written. The status and the headers the handler set that describe the body are replayed;
+ * - the key names the host (the `Host` header, port included; requests without one pass through),
+ *   the handler (controller, method, version), the path, the query as sent, and the request
+ *   headers the response varies by (the route's `vary` and the handler's `Vary` response header);
+ * - a response is stored only with a status in {@link CACHEABLE_STATUSES} (a `@Redirect()`'s
+ *   included), without `Set-Cookie` (even one added as the response is sent), without `Vary: *`,
+ *   and without a `Cache-Control` of `no-store`, `no-cache`, (unscoped) `private` or a zero shared
+ *   lifetime, which is sent as written. The status and every header the handler set about the body
+ *   are replayed;
  * - SSE routes, `@Res()` handlers, streams and other methods pass through untouched.
  *
  * A `null`/`undefined` body is cached as "not found" for `negativeTtl`. Handler errors are never
