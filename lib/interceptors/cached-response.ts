@@ -1,5 +1,5 @@
 /**
- * What `HerdGuardInterceptor` stores for a route: the status, the body and the few headers the
+ * What `HerdGuardInterceptor` stores for a route: the status, the body and the headers the
  * handler set that describe the body. A plain object, so any store can hold it. A handler that
  * answers `null` or `undefined` with its usual status is stored as the bare `null` instead (a
  * cached "not found", kept for `negativeTtl`).
@@ -7,7 +7,7 @@
 export interface CachedResponse {
   readonly status: number;
   readonly body?: unknown;
-  /** Headers the handler set, by lower-case name (only {@link REPLAYED_HEADERS}). */
+  /** Headers the handler set, by lower-case name (see {@link replayedHeaders}). */
   readonly headers?: Readonly<Record<string, string>>;
 }
 
@@ -19,31 +19,71 @@ export interface CachedResponse {
 export const CACHEABLE_STATUSES: ReadonlySet<number> = new Set([200, 203, 204, 300, 301, 308, 404, 410]);
 
 /**
- * Headers set by the handler that are stored and replayed: they describe the body, never the
- * client. `Set-Cookie` is not among them; a response that sets a cookie is never stored.
+ * Headers never stored with a response, though the handler set them: `Set-Cookie` (a response
+ * that sets a cookie is never stored), the hop-by-hop fields of RFC 9110 §7.6.1 (and any field a
+ * `Connection` header names), fields the server writes for each response (`Date`,
+ * `Content-Length`), herd-guard's own (`Age`, `X-Cache`) and `Vary`, which the interceptor turns
+ * into part of the key and writes on every answer. Every other header the handler set describes
+ * the body and is replayed with it.
  */
-export const REPLAYED_HEADERS: readonly string[] = [
-  'cache-control',
-  'content-disposition',
-  'content-language',
-  'content-type',
-  'etag',
-  'last-modified',
-  'link',
-  'location',
-];
+const NOT_REPLAYED_HEADERS: ReadonlySet<string> = new Set([
+  'set-cookie',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'transfer-encoding',
+  'upgrade',
+  'date',
+  'content-length',
+  'age',
+  'x-cache',
+  'vary',
+]);
 
 /**
- * Whether a response's `Cache-Control` forbids herd-guard to store it: `no-store`, `no-cache`, or
- * `private` (allowed on a scoped route, whose entry belongs to one user).
+ * The headers to store of those the handler set (lower-case names): all but
+ * {@link NOT_REPLAYED_HEADERS} and the fields its `Connection` header names.
+ */
+export function replayedHeaders(set: Readonly<Record<string, string>>): Record<string, string> {
+  const connection = new Set(
+    (set['connection'] ?? '')
+      .split(',')
+      .map((name) => name.trim().toLowerCase())
+      .filter((name) => name !== ''),
+  );
+  const kept: Record<string, string> = {};
+  for (const [name, value] of Object.entries(set)) {
+    if (!NOT_REPLAYED_HEADERS.has(name) && !connection.has(name)) kept[name] = value;
+  }
+  return kept;
+}
+
+/**
+ * Whether a response's `Cache-Control` forbids herd-guard to store it, read as a shared cache
+ * (RFC 9111 §5.2.2): `no-store`, `no-cache`, `private` (allowed on a scoped route, whose entry
+ * belongs to one user), or a freshness lifetime of zero (`s-maxage=0`, or `max-age=0` without
+ * `s-maxage`, with or without `must-revalidate`/`proxy-revalidate`): such a response must not be
+ * reused without asking the origin again, which a cache hit would not do.
  */
 export function forbidsStoring(cacheControl: string | undefined, scoped: boolean): boolean {
   if (cacheControl === undefined) return false;
+  let maxAge: string | undefined;
+  let sharedMaxAge: string | undefined;
   for (const directive of cacheControl.split(',')) {
-    const name = directive.split('=')[0]!.trim().toLowerCase();
+    const [rawName, ...rest] = directive.split('=');
+    const name = rawName!.trim().toLowerCase();
     if (name === 'no-store' || name === 'no-cache' || (name === 'private' && !scoped)) return true;
+    const value = rest
+      .join('=')
+      .trim()
+      .replace(/^"(.*)"$/, '$1');
+    if (name === 'max-age') maxAge = value;
+    else if (name === 's-maxage') sharedMaxAge = value;
   }
-  return false;
+  // s-maxage wins over max-age for a shared cache.
+  const lifetime = sharedMaxAge ?? maxAge;
+  return lifetime !== undefined && /^0+$/.test(lifetime);
 }
 
 /** A value the interceptor stored as a response (anything else found under a route key is a bare body). */

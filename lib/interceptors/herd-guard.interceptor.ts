@@ -20,11 +20,25 @@ import type { CachedRouteOptions } from '../interfaces/cached-route-options.inte
 import { routeCacheKey } from '../keys/route-key.js';
 import { cacheHeaders } from './cache-headers.js';
 import { CACHEABLE_STATUSES, type CachedResponse, forbidsStoring } from './cached-response.js';
+import { HeadFences } from './head-fences.js';
 import { HttpResponse } from './http-response.js';
 import { type HandlerOutput, ResponseExchange } from './response-exchange.js';
+import { ResponseHead } from './response-head.js';
 import { type RouteConfig, routeConfig } from './route-config.js';
-import { type RouteHandler, describeRouteHandler, isStreamBody } from './route-handler.js';
+import { type RouteHandler, describeRouteHandler, finalStatus, isStreamBody } from './route-handler.js';
 import { UncacheableResponse } from './uncacheable-response.js';
+import { mergeVary, varyNames } from './vary.js';
+
+/** What a run's response must agree with to be stored under its key. */
+interface StoreConditions {
+  readonly key: string;
+  /** The route is scoped: its entries belong to one user, and `Cache-Control: private` is allowed. */
+  readonly scoped: boolean;
+  /** The request headers the key includes, lower case. */
+  readonly vary: readonly string[];
+  /** The head of the response of the request the run is for, as it goes out (`undefined` off Node.js). */
+  readonly head: ResponseHead | undefined;
+}
 
 /** Set on a request once an interceptor caches it, so a second binding (route + global) passes through. */
 const HANDLED = Symbol('herd-guard.handled');
@@ -40,8 +54,17 @@ type HttpRequest = {
 
 /** Per handler, read once: its identity in keys and whether it may be cached at all. */
 interface HandlerState extends RouteHandler {
-  /** Written once a run shows the handler returns streams, so later requests pass through at once. */
+  /**
+   * Written (to false, never back) once a run shows the handler returns streams, or its response
+   * got a `Set-Cookie` as it went out: later requests pass through at once.
+   */
   cacheable: boolean;
+  /**
+   * Request headers (lower case) the handler's responses named in `Vary` though the key did not
+   * include them. Added to by a run whose response was not stored for that reason; only grows, so
+   * later keys include them.
+   */
+  readonly varies: Set<string>;
 }
 
 /**
@@ -52,10 +75,14 @@ interface HandlerState extends RouteHandler {
  * Safe by default (RFC 9111 §3.5 and §4, as a shared cache):
  * - requests with `Authorization` or `Cookie` pass through uncached unless the route has a `scope`
  *   (per-user entries, `Cache-Control: private`) or `shareAcrossUsers: true`;
- * - the key names the host, the handler (controller, method, version), the path and the query;
- * - a response is stored only with a status in {@link CACHEABLE_STATUSES}, without `Set-Cookie`,
- *   and without a `Cache-Control` of `no-store`, `no-cache` or (unscoped) `private`, which is sent
- *   as written. The status and the headers the handler set that describe the body are replayed;
+ * - the key names the host (the `Host` header, port included; requests without one pass through),
+ *   the handler (controller, method, version), the path, the query as sent, and the request
+ *   headers the response varies by (the route's `vary` and the handler's `Vary` response header);
+ * - a response is stored only with a status in {@link CACHEABLE_STATUSES} (a `@Redirect()`'s
+ *   included), without `Set-Cookie` (even one added as the response is sent), without `Vary: *`,
+ *   and without a `Cache-Control` of `no-store`, `no-cache`, (unscoped) `private` or a zero shared
+ *   lifetime, which is sent as written. The status and every header the handler set about the body
+ *   are replayed;
  * - SSE routes, `@Res()` handlers, streams and other methods pass through untouched.
  *
  * A `null`/`undefined` body is cached as "not found" for `negativeTtl`. Handler errors are never
@@ -69,6 +96,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
   /** Route options per handler, read once (the policy object must stay the same for the engine's cache). */
   readonly #routes = new WeakMap<object, RouteConfig>();
   readonly #handlers = new WeakMap<object, HandlerState>();
+  readonly #fences = new HeadFences();
 
   constructor(
     protected readonly herd: HerdGuardService,
@@ -97,9 +125,14 @@ export class HerdGuardInterceptor implements NestInterceptor {
     if (scope === undefined && !this.routeConfigOf(context).shareAcrossUsers && this.hasCredentials(context)) {
       return next.handle();
     }
+    // The request headers the key includes; `Vary: *` set before the handler (a middleware) means none would do.
+    const vary = this.#varyOf(context);
+    if (vary.includes('*')) return next.handle();
     const key = this.trackBy(context, scope);
-    if (key instanceof Promise) return key.then((resolved) => this.#cached(context, next, request, scope, resolved));
-    return this.#cached(context, next, request, scope, key);
+    if (key instanceof Promise) {
+      return key.then((resolved) => this.#cached(context, next, request, { scope, key: resolved, vary }));
+    }
+    return this.#cached(context, next, request, { scope, key, vary });
   }
 
   /** Read: fresh, stale (one background refresh) or one coalesced run of the handler. */
@@ -107,8 +140,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
     context: ExecutionContext,
     next: CallHandler,
     request: HttpRequest,
-    scope: string | undefined,
-    key: string | undefined,
+    { scope, key, vary }: { scope: string | undefined; key: string | undefined; vary: readonly string[] },
   ): Observable<unknown> {
     if (key === undefined) return next.handle();
     const exchange = new ResponseExchange(this.#response(context));
@@ -116,6 +148,8 @@ export class HerdGuardInterceptor implements NestInterceptor {
     // A Cache-Control set before the handler runs (`@Header`, a middleware) may forbid storing already.
     if (forbidsStoring(exchange.preparedCacheControl, scoped)) return next.handle();
     request[HANDLED] = true;
+    // A Set-Cookie added as the response goes out makes it private, and keeps its run out of the cache.
+    const head = ResponseHead.watch(exchange.response.node);
     const route = this.routeConfigOf(context);
     const tags = typeof route.tags === 'function' ? route.tags(context) : route.tags;
     // Set when this request's own handler runs (not when it joined another request's run).
@@ -124,7 +158,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
     let own: UncacheableResponse | undefined;
     const load = (loading: LoadContext<unknown>): Observable<CachedResponse | null> => {
       ranHere = true;
-      return this.#load(context, next, exchange, scoped, loading.stale).pipe(
+      return this.#load(context, next, exchange, { scoped, vary, key, head }, loading.stale).pipe(
         tap({ error: (error: unknown) => (own = error instanceof UncacheableResponse ? error : undefined) }),
       );
     };
@@ -132,9 +166,14 @@ export class HerdGuardInterceptor implements NestInterceptor {
       (result) => {
         // The engine served the others a stale entry (fail-safe); this request keeps what its handler sent.
         if (own !== undefined && !own.failure) return own.body;
-        const body = exchange.replay(result.value);
-        this.setCacheHeaders(context, result, scoped, route.vary);
-        return body;
+        const reply = (): unknown => {
+          const body = exchange.replay(result.value);
+          this.setCacheHeaders(context, result, scoped, vary);
+          return body;
+        };
+        // Another request's run whose head is still going out may yet prove private: wait for its verdict.
+        const fence = ranHere ? undefined : this.#fences.verdict(key);
+        return fence === undefined ? reply() : fence.then((servable) => (servable ? reply() : RUN_OWN_HANDLER));
       },
       (error: unknown): unknown => {
         const cause = error instanceof LoaderFailedError ? error.cause : error;
@@ -155,7 +194,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
     context: ExecutionContext,
     next: CallHandler,
     exchange: ResponseExchange,
-    scoped: boolean,
+    keyed: StoreConditions,
     refreshing: unknown,
   ): Observable<CachedResponse | null> {
     return from(exchange.beforeRun(refreshing)).pipe(
@@ -164,17 +203,41 @@ export class HerdGuardInterceptor implements NestInterceptor {
           takeLast(1),
           defaultIfEmpty(undefined),
           map((body: unknown) => {
-            const output = exchange.handlerOutput(baseline);
+            const handler = this.#handlerOf(context);
+            const handled = exchange.handlerOutput(baseline);
+            const output = { ...handled, status: finalStatus(handler, body, handled.status) };
             if (isStreamBody(body)) {
-              this.#handlerOf(context).cacheable = false;
+              handler.cacheable = false;
               throw new UncacheableResponse(body, output.status, 'a stream');
             }
             if (output.sentByHandler) throw new UncacheableResponse(body, output.status, 'sent by the handler');
-            return this.#toStored(body, output, exchange, scoped);
+            const stored = this.#toStored(body, output, exchange, keyed, handler);
+            this.#fenceOnHead(keyed, handler, () => new UncacheableResponse(body, output.status, 'Set-Cookie'));
+            return stored;
           }),
         ),
       ),
     );
+  }
+
+  /**
+   * A run is stored only if its request's response goes out without `Set-Cookie`. A refresh that
+   * runs after its request was answered from the cache knows already (throws `uncacheable()`);
+   * otherwise the entry is stored before that head is written, so it is fenced until then and, when
+   * the head carries a cookie, deleted, and the handler is not cached by this process any more (a
+   * session middleware sets cookies on its responses).
+   */
+  #fenceOnHead({ key, head }: StoreConditions, handler: HandlerState, uncacheable: () => UncacheableResponse): void {
+    if (head === undefined) return;
+    if (head.isWritten) {
+      if (head.setCookie) throw uncacheable();
+      return;
+    }
+    this.#fences.add(key, head, async () => {
+      handler.cacheable = false;
+      // A store error is the engine's to report (events, metrics); the entry then expires with its TTL.
+      await this.herd.delete(key).catch(() => undefined);
+    });
   }
 
   /** What to store for a body the handler sent; throws {@link UncacheableResponse} when it may not be stored. */
@@ -182,9 +245,18 @@ export class HerdGuardInterceptor implements NestInterceptor {
     body: unknown,
     { status, headers }: HandlerOutput,
     exchange: ResponseExchange,
-    scoped: boolean,
+    { scoped, vary }: StoreConditions,
+    handler: HandlerState,
   ): CachedResponse | null {
     if (!CACHEABLE_STATUSES.has(status)) throw new UncacheableResponse(body, status, `status ${status}`);
+    // Vary (RFC 9111 §4.1): the entry may serve only requests whose listed headers match, so each must be in the key.
+    const answered = varyNames(exchange.response.header('vary'));
+    if (answered.includes('*')) throw new UncacheableResponse(body, status, 'Vary: *');
+    const unkeyed = answered.filter((name) => !vary.includes(name));
+    if (unkeyed.length > 0) {
+      for (const name of unkeyed) handler.varies.add(name);
+      throw new UncacheableResponse(body, status, `Vary names ${unkeyed.join(', ')}, not in the key yet`);
+    }
     const cacheControl = headers['cache-control'] ?? exchange.preparedCacheControl;
     if (forbidsStoring(cacheControl, scoped)) {
       throw new UncacheableResponse(body, status, `Cache-Control: ${cacheControl ?? ''}`);
@@ -221,21 +293,26 @@ export class HerdGuardInterceptor implements NestInterceptor {
 
   /**
    * The cache key of this request, or `undefined` to pass it through uncached. Default:
-   * {@link routeCacheKey} of the method, handler, host, URL, ignored query parameters, `vary`
-   * headers and `scope`.
+   * {@link routeCacheKey} of the method, handler, host, URL, ignored query parameters, the values
+   * of the request headers the response varies by (the route's `vary`, and those the handler names
+   * in its `Vary` response header) and `scope`. A response whose `Vary` names a header the default
+   * key leaves out is not stored: an override should key by those headers too.
    */
   protected trackBy(
     context: ExecutionContext,
     scope: string | undefined,
   ): string | undefined | Promise<string | undefined> {
     const request = context.switchToHttp().getRequest<HttpRequest>();
+    const host = this.#hostOf(request);
+    // Without a Host (HTTP/1.0) the URL alone does not say which site was asked for.
+    if (host === undefined) return undefined;
     const route = this.routeConfigOf(context);
     const vary: Record<string, string | undefined> = {};
-    for (const name of route.vary) vary[name] = headerValue(request, name);
+    for (const name of this.#varyOf(context)) vary[name] = headerValue(request, name);
     return routeCacheKey({
       method: this.#methodOf(request),
       handler: this.#handlerOf(context).id,
-      host: this.#hostOf(request),
+      host,
       url: this.#urlOf(request),
       ignoreQuery: route.ignoreQuery,
       vary,
@@ -252,8 +329,9 @@ export class HerdGuardInterceptor implements NestInterceptor {
   }
 
   /**
-   * Sets `X-Cache`, `Age`, `Vary`, and `Cache-Control` (see {@link cacheHeaders}) unless the
-   * response has one already (the handler's own, from `@Header` or replayed), which is sent as written.
+   * Sets `X-Cache`, `Age`, and `Cache-Control` (see {@link cacheHeaders}) unless the response has
+   * one already (the handler's own, from `@Header` or replayed), which is sent as written; adds to
+   * `Vary` the request headers the key includes (`vary`, lower case) that it does not list yet.
    */
   protected setCacheHeaders(
     context: ExecutionContext,
@@ -267,7 +345,8 @@ export class HerdGuardInterceptor implements NestInterceptor {
     for (const [name, value] of Object.entries(cacheHeaders(result, Date.now(), scoped))) {
       if (name !== 'Cache-Control' || !written) response.setHeader(name, value);
     }
-    if (vary.length > 0) response.appendHeader('Vary', vary.join(', '));
+    const merged = mergeVary(response.header('vary'), vary);
+    if (merged !== undefined) response.setHeader('Vary', merged);
   }
 
   /**
@@ -303,10 +382,22 @@ export class HerdGuardInterceptor implements NestInterceptor {
         handler,
         context.getClass(),
       ]);
-      state = { ...described, cacheable: skip !== true && described.unreplayable === undefined };
+      state = { ...described, cacheable: skip !== true && described.unreplayable === undefined, varies: new Set() };
       this.#handlers.set(handler, state);
     }
     return state;
+  }
+
+  /**
+   * The request headers the key includes (lower case): the route's `vary`, those named by a `Vary`
+   * set before the handler ran (`@Header`, CORS or another middleware) and those the handler's
+   * responses named before ({@link HandlerState.varies}). `*` among them: nothing may be stored.
+   */
+  #varyOf(context: ExecutionContext): string[] {
+    const names = new Set(this.routeConfigOf(context).vary);
+    for (const name of varyNames(this.#response(context).header('vary'))) names.add(name);
+    for (const name of this.#handlerOf(context).varies) names.add(name);
+    return [...names];
   }
 
   #response(context: ExecutionContext): HttpResponse {
@@ -323,12 +414,33 @@ export class HerdGuardInterceptor implements NestInterceptor {
     return String(adapter === undefined ? request.url : adapter.getRequestUrl(request));
   }
 
-  /** The host name the request was sent to (as Nest's host routing reads it), or `undefined` when absent. */
+  /**
+   * The host the request was sent to, for the key: its `Host` (`:authority` in HTTP/2) as sent,
+   * port included, and the host name Nest routes by when that differs (`X-Forwarded-Host` behind
+   * a trusted proxy). `undefined` when there is no Host, or one no client would send (not a
+   * host[:port]): such requests are not cached.
+   */
   #hostOf(request: HttpRequest): string | undefined {
+    const host = headerValue(request, 'host') ?? headerValue(request, ':authority');
+    if (host === undefined || !HOST.test(host)) return undefined;
     const adapter = this.httpAdapterHost?.httpAdapter;
-    const host: unknown = adapter === undefined ? headerValue(request, 'host') : adapter.getRequestHostname(request);
-    return typeof host === 'string' && host !== '' ? host : undefined;
+    const routed: unknown = adapter?.getRequestHostname(request);
+    if (typeof routed !== 'string' || routed === '' || routed.toLowerCase() === hostName(host).toLowerCase()) {
+      return host;
+    }
+    // A space never occurs in a valid Host, so the two names cannot run into each other.
+    return `${host} ${routed}`;
   }
+}
+
+/** A Host header value: a host (RFC 3986 reg-name or IP literal) and an optional port. */
+const HOST = /^[A-Za-z0-9\-._~%!$&'()*+,;=:[\]]+$/;
+
+/** The host part of a Host header value, without its port. */
+function hostName(host: string): string {
+  const from = host.startsWith('[') ? host.indexOf(']') + 1 : 0;
+  const colon = host.indexOf(':', from);
+  return colon === -1 ? host : host.slice(0, colon);
 }
 
 function headerValue(request: HttpRequest, name: string): string | undefined {

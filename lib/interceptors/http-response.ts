@@ -6,6 +6,7 @@ type PlatformResponse = {
   headersSent?: unknown;
   raw?: NodeResponse;
   getHeader?(name: string): unknown;
+  getHeaders?(): Record<string, unknown>;
 };
 
 /** The Node.js `ServerResponse` underneath (Express's response is one; Fastify's reply holds it as `raw`). */
@@ -27,6 +28,11 @@ export class HttpResponse {
     private readonly adapter: AbstractHttpAdapter | undefined,
   ) {}
 
+  /** The Node.js response underneath (Express's response is one; Fastify's reply holds it as `raw`). */
+  get node(): unknown {
+    return (this.raw as PlatformResponse).raw ?? this.raw;
+  }
+
   /** The status the response will be sent with, as it stands now. */
   get status(): number {
     const response = this.raw as PlatformResponse;
@@ -47,7 +53,7 @@ export class HttpResponse {
 
   /** Resolves once the response is on its way: headers sent, finished, or the connection closed. */
   sent(): Promise<void> {
-    const node = ((this.raw as PlatformResponse).raw ?? this.raw) as NodeResponse;
+    const node = this.node as NodeResponse;
     if (this.headersSent || node.writableFinished === true || node.destroyed === true || node.once === undefined) {
       return Promise.resolve();
     }
@@ -65,6 +71,17 @@ export class HttpResponse {
         : (this.raw as PlatformResponse).getHeader?.(name);
     if (value === undefined || value === null) return undefined;
     return Array.isArray(value) ? value.map(String).join(', ') : String(value);
+  }
+
+  /** Every header set so far, by lower-case name (several values joined with `, `). */
+  headers(): Record<string, string> {
+    const all = (this.raw as PlatformResponse).getHeaders?.() ?? {};
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(all)) {
+      if (value === undefined || value === null) continue;
+      headers[name.toLowerCase()] = Array.isArray(value) ? value.map(String).join(', ') : String(value);
+    }
+    return headers;
   }
 
   setHeader(name: string, value: string): void {

@@ -1,10 +1,10 @@
-import { REPLAYED_HEADERS, isCachedResponse } from './cached-response.js';
+import { isCachedResponse, replayedHeaders } from './cached-response.js';
 import type { HttpResponse } from './http-response.js';
 
 /** What the response held when a run of the handler started, to tell what the handler set. */
 export interface RunBaseline {
-  /** Header values ({@link REPLAYED_HEADERS} order) before the run. */
-  readonly headers: ReadonlyArray<string | undefined>;
+  /** The response's headers before the run, by lower-case name. */
+  readonly headers: Readonly<Record<string, string>>;
   /** Whether the response was sent already (a refresh running after the request was answered from the cache). */
   readonly sent: boolean;
   /** Headers of the entry being refreshed, kept when the handler cannot set them again (sent already). */
@@ -61,7 +61,7 @@ export class ResponseExchange {
         await this.response.sent();
         this.response.status = this.preparedStatus;
         return {
-          headers: REPLAYED_HEADERS.map((name) => this.response.header(name)),
+          headers: this.response.headers(),
           sent: true,
           carried: isCachedResponse(refreshing) ? (refreshing.headers ?? {}) : {},
         };
@@ -69,7 +69,7 @@ export class ResponseExchange {
     }
     // Nothing was replayed on this response: it holds what was set before the handler (read here, off the hit path).
     return {
-      headers: REPLAYED_HEADERS.map((name) => this.response.header(name)),
+      headers: this.response.headers(),
       sent: this.response.headersSent,
       carried: {},
     };
@@ -77,14 +77,13 @@ export class ResponseExchange {
 
   /** What the handler set during the run that started at `baseline`. */
   handlerOutput(baseline: RunBaseline): HandlerOutput {
-    const headers: Record<string, string> = { ...baseline.carried };
-    REPLAYED_HEADERS.forEach((name, index) => {
-      const value = this.response.header(name);
-      if (value !== undefined && value !== baseline.headers[index]) headers[name] = value;
-    });
+    const set: Record<string, string> = {};
+    for (const [name, value] of Object.entries(this.response.headers())) {
+      if (value !== baseline.headers[name]) set[name] = value;
+    }
     return {
       status: this.response.status,
-      headers,
+      headers: { ...baseline.carried, ...replayedHeaders(set) },
       sentByHandler: !baseline.sent && this.response.headersSent,
     };
   }

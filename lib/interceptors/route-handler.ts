@@ -7,6 +7,7 @@ const SSE_METADATA = '__sse__';
 const ROUTE_ARGS_METADATA = '__routeArguments__';
 const RESPONSE_PASSTHROUGH_METADATA = '__responsePassthrough__';
 const VERSION_METADATA = '__version__';
+const REDIRECT_METADATA = '__redirect__';
 /** `RouteParamtypes.RESPONSE` and `RouteParamtypes.NEXT`: the handler answers by itself. */
 const RESPONSE_PARAM_TYPES: ReadonlySet<string> = new Set(['1', '2']);
 
@@ -18,6 +19,11 @@ export interface RouteHandler {
   readonly unreplayable: string | undefined;
   /** The handler takes `@Res({ passthrough: true })`: it may set the status and headers itself. */
   readonly writesResponse: boolean;
+  /**
+   * For a `@Redirect()` handler, the status Nest redirects with when the returned value names none
+   * (the decorator's, else 302); `undefined` for other handlers.
+   */
+  readonly redirectStatus: number | undefined;
 }
 
 export function describeRouteHandler(controller: new (...args: never[]) => unknown, handler: object): RouteHandler {
@@ -36,7 +42,20 @@ export function describeRouteHandler(controller: new (...args: never[]) => unkno
             ? 'a handler declared to return a StreamableFile'
             : undefined,
     writesResponse: takesResponse && passthrough,
+    redirectStatus: redirectStatusOf(readMetadata(REDIRECT_METADATA, handler)),
   };
+}
+
+/**
+ * The status a response goes out with after the handler returned `body`: a `@Redirect()` handler's
+ * is set by Nest after the interceptors ran (the returned `statusCode`, else the decorator's, as
+ * Nest's RouterResponseController reads them); any other handler's is the response's, `current`.
+ */
+export function finalStatus(handler: RouteHandler, body: unknown, current: number): number {
+  if (handler.redirectStatus === undefined) return current;
+  const returned =
+    typeof body === 'object' && body !== null ? (body as { statusCode?: unknown }).statusCode : undefined;
+  return typeof returned === 'number' && returned !== 0 ? returned : handler.redirectStatus;
 }
 
 /**
@@ -69,6 +88,14 @@ function takesResponseObject(controller: object, name: string): boolean {
 function declaresStream(controller: object, name: string): boolean {
   const prototype = (controller as { prototype?: object }).prototype;
   return prototype !== undefined && isClassOrSubclass(designReturnType(prototype, name), StreamableFile);
+}
+
+/** Nest redirects only when `@Redirect()` left a string url (possibly empty: the handler returns one). */
+function redirectStatusOf(redirect: unknown): number | undefined {
+  if (typeof redirect !== 'object' || redirect === null) return undefined;
+  const { url, statusCode } = redirect as { url?: unknown; statusCode?: unknown };
+  if (typeof url !== 'string') return undefined;
+  return typeof statusCode === 'number' && statusCode !== 0 ? statusCode : 302;
 }
 
 /** `1`, `1,2` (sorted), `neutral`, or `undefined` for an unversioned handler. */

@@ -4,7 +4,10 @@ export interface RouteKeyParts {
   readonly method: string;
   /** The URL as received: path and optional query string (`/items?page=2`). */
   readonly url: string;
-  /** The host the request was sent to, so two sites or tenants served by one app never share an entry. */
+  /**
+   * The host the request was sent to (its `Host`, port included), so two sites, tenants or ports
+   * served by one app never share an entry.
+   */
   readonly host?: string;
   /** The route handler (`ItemsController.list`, `;v=2` when versioned), so two handlers behind one URL never share. */
   readonly handler?: string;
@@ -17,11 +20,14 @@ export interface RouteKeyParts {
 }
 
 /**
- * The cache key of an HTTP response: `http:GET ItemsController.list //shop.example.com/items?a=1&b=2`
+ * The cache key of an HTTP response: `http:GET ItemsController.list //shop.example.com:8080/items?a=1&b=2`
  * (the handler and the host when given), then ` name=value` per vary header (sorted by name) and
  * ` @scope` when scoped. Query parameters are sorted by name (values of a repeated name keep their
- * order) and re-encoded, so `?b=2&a=1` and `?a=1&b=2` share an entry. The host (lower case), the
- * header values and the scope are percent-encoded, so the parts cannot run into each other.
+ * order) as they were sent, without decoding them, so `?b=2&a=1` and `?a=1&b=2` share an entry
+ * while `?q=caf%E9` and `?q=caf%E8` (bytes that are not UTF-8) do not. The host (lower case), the
+ * header values and the scope are percent-encoded, so the parts cannot run into each other; a URL
+ * that does not start with one `/` (`//x/y` without a host, `*`, `http://x/y`) is written after a
+ * space, so it cannot be read as a host either.
  */
 export function routeCacheKey(parts: RouteKeyParts): string {
   const method = parts.method.toUpperCase() === 'HEAD' ? 'GET' : parts.method.toUpperCase();
@@ -30,7 +36,9 @@ export function routeCacheKey(parts: RouteKeyParts): string {
   const query = queryAt === -1 ? '' : canonicalQuery(parts.url.slice(queryAt + 1), parts.ignoreQuery ?? []);
   const handler = parts.handler === undefined ? '' : ` ${encodeName(parts.handler)}`;
   const host = parts.host === undefined ? '' : `//${encodeName(parts.host.toLowerCase())}`;
-  let key = `http:${method}${handler} ${host}${path}${query === '' ? '' : `?${query}`}`;
+  // After `//host` the path must start with `/`; without a host it must not start with `//`.
+  const plainPath = path.startsWith('/') && (parts.host !== undefined || !path.startsWith('//'));
+  let key = `http:${method}${handler} ${host}${plainPath ? '' : ' '}${path}${query === '' ? '' : `?${query}`}`;
   const vary = Object.entries(parts.vary ?? {})
     .map(([name, value]) => `${name.toLowerCase()}=${encodeURIComponent(value ?? '')}`)
     .sort();
@@ -44,9 +52,25 @@ function encodeName(name: string): string {
   return name.replace(/[^A-Za-z0-9._~:;,=$[\]-]/g, (char) => encodeURIComponent(char));
 }
 
+/**
+ * The query's `name=value` pairs as sent (never decoded, so no two byte sequences merge), empty
+ * ones and ignored names left out, stably sorted by name.
+ */
 function canonicalQuery(raw: string, ignored: readonly string[]): string {
-  const params = new URLSearchParams(raw);
-  for (const name of ignored) params.delete(name);
-  params.sort();
-  return params.toString();
+  const pairs = raw
+    .split('&')
+    .filter((pair) => pair !== '')
+    .map((pair) => ({ pair, name: pair.split('=', 1)[0]! }))
+    .filter(({ name }) => !ignored.includes(decodedName(name)));
+  pairs.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return pairs.map(({ pair }) => pair).join('&');
+}
+
+/** A parameter name as the handler reads it, to match `ignoreQuery`; as sent when it does not decode. */
+function decodedName(name: string): string {
+  try {
+    return decodeURIComponent(name.replace(/\+/g, ' '));
+  } catch {
+    return name;
+  }
 }

@@ -12,8 +12,10 @@ const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
  * - a value with `toJSON()` (Luxon, Decimal, ObjectId) is written as what `toJSON()` returns;
  * - class instances (DTOs) are written as their own enumerable properties.
  *
- * Throws {@link KeySerializationError} for a cycle, a function, a symbol, a promise, a WeakMap or
- * an invalid date. `path` names the value in that error.
+ * Throws {@link KeySerializationError} for a cycle, a function, a symbol, a promise, a WeakMap,
+ * an invalid date, or a class instance with no own enumerable property and no `toJSON()` (its
+ * state is in private fields or closures, so every such instance would write as `{}`). `path`
+ * names the value in that error.
  */
 export function stableSerialize(value: unknown, path = 'value'): string {
   return write(value, path, new Set());
@@ -77,6 +79,13 @@ function writeObject(value: object, path: string, ancestors: Set<object>): strin
   if (isThenable(value)) throw new KeySerializationError(path, 'is a promise (await it before the call)');
   const toJSON = (value as { toJSON?: unknown }).toJSON;
   if (typeof toJSON === 'function') return write(toJSON.call(value) as unknown, path, ancestors);
+  if (hidesItsState(value)) {
+    const name = (value.constructor as { name?: string } | undefined)?.name || 'a class';
+    throw new KeySerializationError(
+      path,
+      `is an instance of ${name} with no enumerable property and no toJSON(), so its state (private fields) cannot be read`,
+    );
+  }
   return writeProperties(value as Record<string, unknown>, path, ancestors);
 }
 
@@ -89,6 +98,15 @@ function writeProperties(value: Record<string, unknown>, path: string, ancestors
     parts.push(`${JSON.stringify(name)}:${write(item, itemPath, ancestors)}`);
   }
   return `{${parts.join(',')}}`;
+}
+
+/**
+ * A class instance (not a plain or null-prototype object) with no own enumerable property: whatever
+ * it holds lives in private fields, closures or internal slots, which a key cannot read.
+ */
+function hidesItsState(value: object): boolean {
+  const prototype = Object.getPrototypeOf(value) as object | null;
+  return prototype !== null && prototype !== Object.prototype && Object.keys(value).length === 0;
 }
 
 function isThenable(value: object): boolean {

@@ -96,7 +96,9 @@ describe.each(ADAPTERS)('README quick start over HTTP (%s)', (adapter) => {
       for (let i = 0; i < count; i += 1) pods.push(await startHttpApp(adapter, appModule(options)));
       const writer = pods[0]!;
       const reader = pods[pods.length - 1]!;
-      const get = (pod: INestApplication) => request(pod.getHttpServer()).get('/products/9');
+      // Behind one load balancer, every pod sees the site's Host (not its own address and port).
+      const get = (pod: INestApplication) =>
+        request(pod.getHttpServer()).get('/products/9').set('Host', 'shop.example.com');
 
       expect((await get(writer)).body).toEqual({ id: '9', name: 'alpha' });
       await idle(pods);

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
+import type { AddressInfo } from 'node:net';
 import type { INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import request from 'supertest';
@@ -109,8 +110,9 @@ describe('sample app', () => {
     for (let i = 0; i < 3; i += 1) await request(http).get('/products/1');
     await request(http).get('/products/2');
     const hot = await request(http).get('/cache/hot-keys?top=1').expect(200);
+    const { port } = (http as { address(): AddressInfo }).address();
     expect(hot.body.requested).toEqual([
-      { key: 'http:GET ProductsController.product //127.0.0.1/products/1', count: 3, error: 0 },
+      { key: `http:GET ProductsController.product //127.0.0.1:${port}/products/1`, count: 3, error: 0 },
     ]);
   });
 

@@ -94,6 +94,37 @@ describe('method cache keys', () => {
     expect(error.message).toContain('key');
   });
 
+  it('rejects a class instance whose state is all in private fields, which would write as {} whatever it holds', () => {
+    class AccountId {
+      readonly #value: string;
+      constructor(value: string) {
+        this.#value = value;
+      }
+      get value(): string {
+        return this.#value;
+      }
+    }
+    const error = keyError(() => methodCacheKey('Accounts.balance', [new AccountId('bob')]));
+    expect(error.path).toBe('args[0]');
+    expect(error.message).toContain('AccountId');
+    expect(error.message).toContain('`key` function');
+  });
+
+  it('still writes plain and null-prototype objects without properties, and instances with a toJSON()', () => {
+    class Money {
+      readonly #cents: number;
+      constructor(cents: number) {
+        this.#cents = cents;
+      }
+      toJSON(): number {
+        return this.#cents;
+      }
+    }
+    expect(stableSerialize({})).toBe('{}');
+    expect(stableSerialize(Object.create(null))).toBe('{}');
+    expect(stableSerialize(new Money(5))).not.toBe(stableSerialize(new Money(7)));
+  });
+
   it('accepts the same object twice when it is not a cycle', () => {
     const shared = { id: 1 };
     expect(methodCacheKey('M.m', [{ a: shared, b: shared }])).toBe('M.m({"a":{"id":1},"b":{"id":1}})');
@@ -153,6 +184,31 @@ describe('route cache keys', () => {
     const forged = routeCacheKey({ method: 'GET', url: '/items', host: 'a.example.com/b @x' });
     expect(forged).toBe('http:GET //a.example.com%2Fb%20%40x/items');
     expect(forged).not.toBe(routeCacheKey({ method: 'GET', url: '/b/items', host: 'a.example.com', scope: 'x' }));
+  });
+
+  it('keeps query bytes as sent, so queries that are not UTF-8 never share a key', () => {
+    const e9 = routeCacheKey({ method: 'GET', url: '/search?q=caf%E9' });
+    const e8 = routeCacheKey({ method: 'GET', url: '/search?q=caf%E8' });
+    expect(e9).toBe('http:GET /search?q=caf%E9');
+    expect(e8).not.toBe(e9);
+  });
+
+  it('leaves out an ignored query parameter however its name is encoded', () => {
+    const plain = routeCacheKey({ method: 'GET', url: '/items?page=2' });
+    expect(routeCacheKey({ method: 'GET', url: '/items?%5F=1&page=2&&', ignoreQuery: ['_'] })).toBe(plain);
+  });
+
+  it('tells apart two ports of one host', () => {
+    const a = routeCacheKey({ method: 'GET', url: '/home', host: 'shop.example.com:1337' });
+    expect(a).toBe('http:GET //shop.example.com:1337/home');
+    expect(a).not.toBe(routeCacheKey({ method: 'GET', url: '/home', host: 'shop.example.com' }));
+  });
+
+  it('cannot be forged by a URL that looks like a host: a path starting with //, or one without a leading /', () => {
+    const site = routeCacheKey({ method: 'GET', url: '/home', host: 'shop.example.com' });
+    expect(routeCacheKey({ method: 'GET', url: '//shop.example.com/home' })).not.toBe(site);
+    const absolute = routeCacheKey({ method: 'GET', url: 'http://x/', host: 'shop.example.com' });
+    expect(absolute).not.toBe(routeCacheKey({ method: 'GET', url: '//x/', host: 'shop.example.comhttp:' }));
   });
 
   it('cannot be forged by a header value that looks like another part of the key', () => {

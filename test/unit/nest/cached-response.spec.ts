@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { forbidsStoring, isCachedResponse } from '../../../lib/interceptors/cached-response.js';
+import { forbidsStoring, isCachedResponse, replayedHeaders } from '../../../lib/interceptors/cached-response.js';
 
 describe('what the interceptor may store', () => {
   it.each([
@@ -10,13 +10,47 @@ describe('what the interceptor may store', () => {
     ['private', false, true],
     ['private, max-age=60', true, false],
     ['public, max-age=60', false, false],
-    ['max-age=0, must-revalidate', false, false],
+    ['max-age=0, must-revalidate', false, true],
+    ['max-age=0', false, true],
+    ['proxy-revalidate, max-age=0', false, true],
+    ['public, max-age=60, s-maxage=0', false, true],
+    ['S-MaxAge=0', false, true],
+    ['max-age=0, s-maxage=60, must-revalidate', false, false],
+    ['max-age=60, must-revalidate', false, false],
+    ['max-age="60"', false, false],
   ])('reads Cache-Control: %s (scoped route: %s) as forbidding storage: %s', (header, scoped, forbidden) => {
     expect(forbidsStoring(header, scoped)).toBe(forbidden);
   });
 
   it('allows storing a response without Cache-Control', () => {
     expect(forbidsStoring(undefined, false)).toBe(false);
+  });
+
+  it('keeps every header the handler set about the body, and none that belong to one client, one hop or one response', () => {
+    const set = {
+      'x-total-count': '42',
+      'content-type': 'application/json',
+      link: '</orders?page=2>; rel="next"',
+      'cache-control': 'public, max-age=5',
+      'set-cookie': 'sid=1',
+      connection: 'close, x-trace',
+      'x-trace': 'abc',
+      'keep-alive': 'timeout=5',
+      'transfer-encoding': 'chunked',
+      upgrade: 'websocket',
+      te: 'trailers',
+      date: 'Tue, 01 Dec 2026 16:00:00 GMT',
+      'content-length': '12',
+      age: '3',
+      'x-cache': 'HIT',
+      vary: 'Accept-Language',
+    };
+    expect(replayedHeaders(set)).toEqual({
+      'x-total-count': '42',
+      'content-type': 'application/json',
+      link: '</orders?page=2>; rel="next"',
+      'cache-control': 'public, max-age=5',
+    });
   });
 
   it('tells a stored response from a bare body', () => {

@@ -61,9 +61,12 @@ describe('herd-guard on Redis with the installed ioredis, prom-client and termin
     const second = await startPod({ client, namespace });
     pods.push(first.app, second.app);
 
-    const miss = await request(first.app.getHttpServer()).get('/products/3').expect(200);
+    // Both pods get the site's Host from the load balancer (keys name the Host with its port).
+    const product = (app: INestApplication<App>) =>
+      request(app.getHttpServer()).get('/products/3').set('Host', 'shop.example.com').expect(200);
+    const miss = await product(first.app);
     expect(miss.headers['x-cache']).toBe('MISS');
-    const hit = await request(second.app.getHttpServer()).get('/products/3').expect(200);
+    const hit = await product(second.app);
     expect(hit.headers['x-cache']).toBe('HIT');
     expect(hit.body).toEqual({ id: 3, name: 'product 3' });
     expect(first.app.get(Catalog).queries).toBe(1);

@@ -1,0 +1,93 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { type IncomingHttpHeaders, type Server, type ServerResponse, createServer, get } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ResponseHead, privateCacheControl } from '../../../lib/interceptors/response-head.js';
+
+const servers: Server[] = [];
+
+afterEach(async () => {
+  const open = servers.splice(0);
+  for (const server of open) server.closeAllConnections();
+  await Promise.all(open.map((server) => new Promise((resolve) => server.close(resolve))));
+});
+
+/** A session middleware's hook: sets its cookie (and a Cache-Control) as the head is written. */
+function setsCookieOnWriteHead(response: ServerResponse, cacheControl?: string): void {
+  const writeHead = response.writeHead;
+  response.writeHead = function (this: ServerResponse, ...args: Parameters<ServerResponse['writeHead']>) {
+    this.setHeader('Set-Cookie', 'sid=2');
+    if (cacheControl !== undefined) this.setHeader('Cache-Control', cacheControl);
+    return writeHead.apply(this, args);
+  } as ServerResponse['writeHead'];
+}
+
+/**
+ * Answers one request: `before` runs on the response first (a middleware), then the response is
+ * watched, then `respond` answers. Resolves the headers the client got and the watch.
+ */
+async function exchange(
+  respond: (response: ServerResponse) => void,
+  before: (response: ServerResponse) => void = () => undefined,
+): Promise<{ headers: IncomingHttpHeaders; head: ResponseHead }> {
+  let head: ResponseHead | undefined;
+  const server = createServer((_request, response) => {
+    before(response);
+    head = ResponseHead.watch(response);
+    respond(response);
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const headers = await new Promise<IncomingHttpHeaders>((resolve, reject) =>
+    get({ port, host: '127.0.0.1', path: '/', agent: false }, (response) => {
+      response.resume();
+      response.on('end', () => resolve(response.headers));
+    }).on('error', reject),
+  );
+  await head!.written;
+  return { headers, head: head! };
+}
+
+describe('ResponseHead', () => {
+  it('makes Cache-Control private when a Set-Cookie is passed to writeHead, as an object or as raw headers', async () => {
+    const object = await exchange((response) => {
+      response.setHeader('Cache-Control', 'public, max-age=60');
+      response.writeHead(200, { 'Set-Cookie': 'sid=1' }).end('x');
+    });
+    expect(object.headers['cache-control']).toBe('private, no-store');
+    expect(object.head.setCookie).toBe(true);
+    const raw = await exchange((response) => {
+      response.writeHead(200, ['Cache-Control', 'max-age=5', 'Set-Cookie', 'sid=1']).end('x');
+    });
+    expect(raw.headers['cache-control']).toBe('private, no-store');
+  });
+
+  it('sees a Set-Cookie set by a writeHead hook installed before the watch, with the Cache-Control it writes after', async () => {
+    const { headers, head } = await exchange(
+      (response) => response.end('x'),
+      (response) => setsCookieOnWriteHead(response, 'max-age=30'),
+    );
+    expect(headers['set-cookie']).toEqual(['sid=2']);
+    expect(headers['cache-control']).toBe('private, no-store');
+    expect(head.setCookie).toBe(true);
+  });
+
+  it('leaves a response without a cookie, or without a Cache-Control, as it was written', async () => {
+    const plain = await exchange((response) => {
+      response.setHeader('Cache-Control', 'max-age=30');
+      response.end('x');
+    });
+    expect(plain.headers['cache-control']).toBe('max-age=30');
+    expect(plain.head.setCookie).toBe(false);
+    const bare = await exchange((response) => response.end('x'), setsCookieOnWriteHead);
+    expect(bare.headers['cache-control']).toBeUndefined();
+    expect(bare.head.setCookie).toBe(true);
+  });
+
+  it('keeps a Cache-Control that is private or no-store already', () => {
+    expect(privateCacheControl('private, max-age=30')).toBe('private, max-age=30');
+    expect(privateCacheControl('no-store')).toBe('no-store');
+    expect(privateCacheControl('public, max-age=30')).toBe('private, no-store');
+    expect(privateCacheControl('max-age=30, s-maxage=60')).toBe('private, no-store');
+  });
+});
