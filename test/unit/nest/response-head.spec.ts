@@ -84,6 +84,54 @@ describe('ResponseHead', () => {
     expect(bare.head.setCookie).toBe(true);
   });
 
+  it('settles written for a response that failed without a head, whether asked before or after it closed', async () => {
+    const closed = new Promise<{ before: ResponseHead; after: ResponseHead }>((resolve) => {
+      let before: ResponseHead | undefined;
+      const server = createServer((request, response) => {
+        if (request.url === '/before') {
+          before = ResponseHead.watch(response)!;
+          // Asked while the response is open: settles when its connection goes.
+          void before.written;
+          response.destroy();
+          return;
+        }
+        const after = ResponseHead.watch(response)!;
+        response.destroy();
+        // Asked only once the response is gone, with no head ever written.
+        setTimeout(() => resolve({ before: before!, after }), 20);
+      });
+      servers.push(server);
+      server.listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as AddressInfo;
+        const ask = (path: string): Promise<void> =>
+          new Promise((done) => get({ port, host: '127.0.0.1', path, agent: false }).on('error', () => done()));
+        void ask('/before').then(() => ask('/after'));
+      });
+    });
+    const { before, after } = await closed;
+    await expect(before.written).resolves.toBeUndefined();
+    await expect(after.written).resolves.toBeUndefined();
+    expect(after.isWritten).toBe(true);
+    expect(after.setCookie).toBe(false);
+  });
+
+  it('keeps the watches of concurrent responses apart (the wrappers are shared)', async () => {
+    const [withCookie, without] = await Promise.all([
+      exchange((response) => {
+        response.setHeader('Cache-Control', 'public, max-age=60');
+        setTimeout(() => response.end('x'), 10);
+      }, setsCookieOnWriteHead),
+      exchange((response) => {
+        response.setHeader('Cache-Control', 'public, max-age=60');
+        response.end('y');
+      }),
+    ]);
+    expect(withCookie.headers['cache-control']).toBe('private, no-store');
+    expect(withCookie.head.setCookie).toBe(true);
+    expect(without.headers['cache-control']).toBe('public, max-age=60');
+    expect(without.head.setCookie).toBe(false);
+  });
+
   it('keeps a Cache-Control that is private or no-store already', () => {
     expect(privateCacheControl('private, max-age=30')).toBe('private, max-age=30');
     expect(privateCacheControl('no-store')).toBe('no-store');
