@@ -1,0 +1,93 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis, type RedisOptions } from 'ioredis';
+import { HerdEngine } from '../../lib/index.js';
+import { RedisStore, type RedisStoreOptions } from '../../lib/redis.js';
+import { until } from '../helpers/deferred.js';
+import { FaultProxy, stopAllFaultProxies } from '../helpers/fault-proxy.js';
+import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
+
+/**
+ * README (Near cache): with notifications late, "if Redis has not answered within 10 ms, a copy
+ * held of the key answers as stale (the read goes on and updates the copy)"; (When Redis is down)
+ * "Reads are answered from the envelopes this process saw last". A read that finds the key gone
+ * is what the process saw last: the copy must not outlive it.
+ */
+
+let server: RedisServer;
+let run = 0;
+const opened: Array<{ close(): Promise<void> }> = [];
+
+beforeAll(async () => {
+  server = await RedisServer.start();
+});
+
+afterEach(async () => {
+  for (const closable of opened.splice(0).reverse()) await closable.close();
+  await stopAllFaultProxies();
+});
+
+afterAll(async () => {
+  await stopAllRedisServers();
+});
+
+interface Pod {
+  readonly store: RedisStore;
+  readonly engine: HerdEngine;
+}
+
+async function startPod(namespace: string, options: RedisStoreOptions): Promise<Pod> {
+  const store = new RedisStore({ namespace, ...options });
+  opened.push(store);
+  await store.ready(10_000);
+  const engine = new HerdEngine({ store, policy: { soft: '1h' } });
+  opened.push(engine);
+  return { store, engine };
+}
+
+class SplitConnections extends Redis {
+  constructor(
+    options: RedisOptions,
+    private readonly subscriberPort: number,
+  ) {
+    super(options);
+  }
+
+  override duplicate(override?: Partial<RedisOptions>): Redis {
+    return new Redis({ ...this.options, ...override, port: this.subscriberPort });
+  }
+}
+
+async function splitPod(namespace: string, commandPort: number, subscriberPort: number): Promise<Pod> {
+  const client = new SplitConnections(
+    { host: server.host, port: commandPort, enableOfflineQueue: false, maxRetriesPerRequest: 0 },
+    subscriberPort,
+  );
+  client.on('error', () => undefined);
+  opened.push({ close: async () => client.disconnect() });
+  return startPod(namespace, { client, commandTimeout: 1_000 });
+}
+
+describe('near cache: a read that finds the key deleted', () => {
+  it('does not answer the deleted value (as stale) when the next read of Redis is slow', async () => {
+    const namespace = `near-absent${(run += 1)}`;
+    const commands = await FaultProxy.start(server);
+    const notifications = await FaultProxy.start(server);
+    const pod = await splitPod(namespace, commands.port, notifications.port);
+    const other = await startPod(namespace, { url: server.url });
+    await pod.engine.getOrLoad('k', async () => 'old');
+
+    // The pod's subscription goes away and cannot come back: its copies are no longer trusted.
+    notifications.refuseNew();
+    expect(notifications.dropWhere((connection) => connection.isSubscriber)).toBe(1);
+    await until(() => !pod.store.nearCache.trusted, 5_000, 'copies to go untrusted');
+
+    // Another pod deletes k; the pod reads Redis and sees that k is gone.
+    await other.engine.delete('k');
+    await expect(pod.engine.peek('k')).resolves.toBeUndefined();
+
+    // Redis is slow now (100 ms per reply). What the pod saw last of k is that it is gone.
+    commands.delay(100, 'toClient');
+    const again = await pod.engine.peek('k');
+    expect(again).toBeUndefined();
+  }, 20_000);
+});
