@@ -44,11 +44,17 @@ export function estimateHeapBytes(value: unknown, serializedChars: number): numb
       case 'bigint':
         bytes += HEAP_NUMBER + Math.ceil(next.toString(16).length / 2);
         continue;
-      case 'object':
+      case 'object': {
         if (next === null || seen.has(next)) continue;
         seen.add(next);
-        bytes += objectBytes(next, pending);
+        const own = objectBytes(next, pending);
+        // A collection too large to visit (a sparse array's length counts: its holes would be walked).
+        if (own === TOO_LARGE || pending.length > MAX_VISITED) {
+          return Math.max(bytes, serializedChars * UNVISITED_BYTES_PER_CHAR);
+        }
+        bytes += own;
         continue;
+      }
       default:
         continue;
     }
@@ -56,20 +62,29 @@ export function estimateHeapBytes(value: unknown, serializedChars: number): numb
   return bytes;
 }
 
-/** The bytes of `object` itself; its members are pushed onto `pending`. */
+/** What {@link objectBytes} answers for an array, `Map` or `Set` with more members than are ever visited. */
+const TOO_LARGE = -1;
+
+/**
+ * The bytes of `object` itself; its members are pushed onto `pending`. {@link TOO_LARGE}, with
+ * nothing pushed, for a collection of more than {@link MAX_VISITED} members or slots.
+ */
 function objectBytes(object: object, pending: unknown[]): number {
   if (object instanceof Date) return DATE;
   if (ArrayBuffer.isView(object)) return BINARY + object.byteLength;
   if (object instanceof ArrayBuffer) return BINARY + object.byteLength;
   if (Array.isArray(object)) {
+    if (object.length > MAX_VISITED) return TOO_LARGE;
     for (const item of object as unknown[]) pending.push(item);
     return ARRAY + SLOT * object.length;
   }
   if (object instanceof Map) {
+    if (object.size > MAX_VISITED) return TOO_LARGE;
     for (const [key, item] of object as Map<unknown, unknown>) pending.push(key, item);
     return COLLECTION + COLLECTION_ENTRY * object.size;
   }
   if (object instanceof Set) {
+    if (object.size > MAX_VISITED) return TOO_LARGE;
     for (const item of object as Set<unknown>) pending.push(item);
     return COLLECTION + COLLECTION_ENTRY * object.size;
   }

@@ -109,9 +109,20 @@ export class NearCache {
     return this.#sequence;
   }
 
-  /** Decodes what Redis returned for `key`, reusing the decoded entry when the string is unchanged, and keeps it. */
-  decode(key: string, raw: string | null, since?: number): StoreRead {
-    if (raw === null) return undefined;
+  /**
+   * Decodes what Redis returned for `key`, reusing the decoded entry when the string is unchanged,
+   * and keeps it. A read that found no value (`raw` null) at the key's `version` drops a copy of
+   * that version or older: it was deleted or expired there, and the copy must not answer for it
+   * later (as stale, or while Redis is away).
+   */
+  decode(key: string, raw: string | null, since?: number, version?: number): StoreRead {
+    if (raw === null) {
+      const copy = this.#copies.get(key);
+      if (copy !== undefined && version !== undefined && copy.snapshot.entry.version <= version) {
+        this.#copies.delete(key);
+      }
+      return undefined;
+    }
     const copy = this.#copies.get(key);
     if (copy !== undefined && copy.raw === raw) return copy.snapshot.entry;
     const entry = decodeEntry(raw);

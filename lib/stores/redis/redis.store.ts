@@ -174,7 +174,7 @@ export class RedisStore implements HerdStore {
     const read: Promise<StoreSnapshot> = (command.promise as Promise<[string | null, string | null]>).then(
       ([raw, version]) => {
         this.#gate.settled(pending);
-        const entry = this.#near.decode(key, raw, since);
+        const entry = this.#near.decode(key, raw, since, Number(version ?? 0));
         return { entry, version: Math.max(Number(version ?? 0), entryVersion(entry)) };
       },
       (error: unknown) => {
@@ -313,7 +313,7 @@ export class RedisStore implements HerdStore {
         if (lateGranted === 1) this.#releaseOrphan({ key, token, fence: Number(lateVersion), ttlMs: grantMs });
       },
     );
-    const entry = this.#near.decode(key, raw, since);
+    const entry = this.#near.decode(key, raw, since, Number(version));
     const current: StoreSnapshot = { entry, version: Math.max(Number(version), entryVersion(entry)) };
     const found = { current, ...(repaired === 1 ? { repaired: true } : {}) };
     if (granted !== 1) return { lease: undefined, ...found };

@@ -27,4 +27,14 @@ describe('estimateHeapBytes', () => {
     const large = Array.from({ length: 200_000 }, (_, i) => i);
     expect(estimateHeapBytes(large, 1_000_000)).toBeGreaterThanOrEqual(8 * 1_000_000);
   });
+
+  it('does not walk the holes of a sparse array, nor build a pending list longer than its bound', () => {
+    const byId: unknown[] = [];
+    byId[2 ** 32 - 2] = { name: 'last' };
+    expect(estimateHeapBytes(byId, 36)).toBe(8 * 36);
+    const nested = { pages: [byId, new Map([[1, byId]])] };
+    expect(estimateHeapBytes(nested, 60)).toBeLessThan(10_000);
+    const wide = new Set(Array.from({ length: 150_000 }, (_, i) => i));
+    expect(estimateHeapBytes(wide, 500_000)).toBe(8 * 500_000);
+  });
 });
