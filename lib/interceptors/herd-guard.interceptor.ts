@@ -10,6 +10,7 @@ import {
 import { HttpAdapterHost, Reflector } from '@nestjs/core';
 import { type Observable, defaultIfEmpty, from, map, mergeMap, of, takeLast, tap } from 'rxjs';
 import type { LoadContext, ReadResult } from '../core/herd-engine.js';
+import { KeySerializationError } from '../errors/key-serialization.error.js';
 import { LoaderFailedError } from '../errors/loader-failed.error.js';
 import { LoaderTimeoutError } from '../errors/loader-timeout.error.js';
 import { UpstreamUnavailableError } from '../errors/upstream-unavailable.error.js';
@@ -111,8 +112,10 @@ export class HerdGuardInterceptor implements NestInterceptor {
     if (request[HANDLED] === true) return next.handle();
     // Key: handler, host, path, sorted query (+ vary headers, + scope). Hooks may answer asynchronously.
     const scope = this.scopeKey(context);
-    if (scope instanceof Promise) return scope.then((resolved) => this.#withScope(context, next, request, resolved));
-    return this.#withScope(context, next, request, scope);
+    if (scope instanceof Promise) {
+      return scope.then((resolved) => this.#withScope(context, next, request, scopeOf(context, resolved)));
+    }
+    return this.#withScope(context, next, request, scopeOf(context, scope));
   }
 
   #withScope(
@@ -323,8 +326,9 @@ export class HerdGuardInterceptor implements NestInterceptor {
   /**
    * The user or tenant this response belongs to (`undefined`: shared by everyone). Default: the
    * route's `@CachedRoute({ scope })`. Override to scope every route, e.g. by `request.user.id`.
+   * A number is keyed by its decimal form; any other value fails the request (see `scope`).
    */
-  protected scopeKey(context: ExecutionContext): string | undefined | Promise<string | undefined> {
+  protected scopeKey(context: ExecutionContext): string | number | undefined | Promise<string | number | undefined> {
     return this.routeConfigOf(context).scope?.(context);
   }
 
@@ -433,6 +437,25 @@ export class HerdGuardInterceptor implements NestInterceptor {
     // A space never occurs in a valid Host, so the two names cannot run into each other.
     return `${host} ${routed}`;
   }
+}
+
+/**
+ * The scope a hook returned, checked where it enters: hooks read the request, typed `any`, so
+ * `ctx => req.user` (the user object) or `req.user?.id ?? null` compile. A string is the scope, a
+ * number or bigint (a numeric user id) its decimal form, `null` or `undefined` none (the response is
+ * shared, and requests with credentials pass through unless the route shares across users); anything
+ * else would put every user under one entry, so the request fails with a {@link KeySerializationError}.
+ */
+function scopeOf(context: ExecutionContext, scope: unknown): string | undefined {
+  if (typeof scope === 'string' || scope === undefined) return scope;
+  if (scope === null) return undefined;
+  if ((typeof scope === 'number' && Number.isFinite(scope)) || typeof scope === 'bigint') return String(scope);
+  throw new KeySerializationError(
+    'scope',
+    `is ${typeof scope === 'object' || typeof scope === 'function' ? `a${typeof scope === 'object' ? 'n' : ''} ${typeof scope}` : String(scope)}`,
+    `@CachedRoute(${context.getClass().name}.${context.getHandler().name})`,
+    'a scope hook must return the id of the user or tenant (a string), or undefined for a shared response',
+  );
 }
 
 /** A Host header value: a host (RFC 3986 reg-name or IP literal) and an optional port. */

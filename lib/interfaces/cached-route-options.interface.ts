@@ -15,8 +15,10 @@ export interface CachedRouteOptions extends CachePolicy {
   /**
    * The user or tenant a response belongs to, from the request (e.g. `ctx => req.user.id`).
    * Scoped responses get their own entry and `Cache-Control: private`. `undefined` means shared.
+   * A number is keyed by its decimal form; any other value (an object) fails the request with a
+   * `KeySerializationError`, as it would put every user under one entry.
    */
-  readonly scope?: (context: ExecutionContext) => string | undefined;
+  readonly scope?: (context: ExecutionContext) => string | number | undefined;
   /**
    * Share one entry between requests that carry credentials (`Authorization` or `Cookie`) and have
    * no scope: only for responses that are the same whoever asks. Default `false`: such requests

@@ -46,6 +46,13 @@ class InboxController {
     return { owner: req.user?.id };
   }
 
+  /** A numeric id: the scope is its decimal form. */
+  @Get('orders')
+  @CachedRoute({ scope: (context) => Number(context.switchToHttp().getRequest().user?.id) })
+  orders(@Req() req: AuthenticatedRequest): { owner: string | undefined } {
+    return { owner: req.user?.id };
+  }
+
   /** `null` for a request without a user, the user's id otherwise. */
   @Get('drafts')
   @CachedRoute({ scope: (context) => context.switchToHttp().getRequest().user?.id ?? null })
@@ -75,9 +82,24 @@ describe.each(ADAPTERS)('HerdGuardInterceptor with a scope hook that returns no 
 
   it("never answers Bob with Alice's inbox when the scope hook returns the user object", async () => {
     const alice = await http().get('/inbox').set('Host', 'mail.test').set('Authorization', 'Bearer alice');
-    expect(alice.body).toEqual({ owner: 'alice' });
     const bob = await http().get('/inbox').set('Host', 'mail.test').set('Authorization', 'Bearer bob');
     expect(bob.body).not.toEqual({ owner: 'alice' });
+    // The hook's mistake is reported where it enters: every request of the route fails, none is cached.
+    expect([alice.status, bob.status]).toEqual([500, 500]);
+    expect(alice.headers['x-cache']).toBeUndefined();
+  });
+
+  it('keys a numeric scope by its decimal form, one entry per user', async () => {
+    const first = await http().get('/orders').set('Host', 'mail.test').set('Authorization', 'Bearer 7');
+    const second = await http().get('/orders').set('Host', 'mail.test').set('Authorization', 'Bearer 8');
+    const again = await http().get('/orders').set('Host', 'mail.test').set('Authorization', 'Bearer 7');
+    expect([first.body, second.body, again.body]).toEqual([{ owner: '7' }, { owner: '8' }, { owner: '7' }]);
+    expect([first.headers['x-cache'], second.headers['x-cache'], again.headers['x-cache']]).toEqual([
+      'MISS',
+      'MISS',
+      'HIT',
+    ]);
+    expect(again.headers['cache-control']).toMatch(/private/);
   });
 
   it("never answers one visitor's cookie-bearing request with another's when the scope hook returns null", async () => {
