@@ -70,11 +70,8 @@ export class RedisStore implements HerdStore {
   readonly #nearHits: boolean;
   /** Whether notifications are recent enough for the copies to answer hits. */
   readonly #heartbeat: Heartbeat;
-  /**
-   * Reads joinable by readers of the same key until the end of the tick that sent them: a reader
-   * arriving later may come after an invalidation, so it reads anew.
-   */
-  readonly #reads = new Map<string, Promise<StoreSnapshot>>();
+  /** Per key, the MGET out and the one the readers that came since wait for (see {@link #readOf}). */
+  readonly #reads = new Map<string, KeyReads>();
   #closed = false;
 
   constructor(options: RedisStoreOptions = {}) {
@@ -151,10 +148,28 @@ export class RedisStore implements HerdStore {
       const copy = this.#near.hit(key);
       if (copy !== undefined) return copy;
     }
-    const read = this.#reads.get(key) ?? this.#read(key);
+    const read = this.#readOf(key);
     // Notifications are late: a copy at hand answers as stale if Redis is slow too.
     if (this.#nearHits && !trusted && this.#near.has(key)) return this.#patiently(key, read);
     return read;
+  }
+
+  /**
+   * The read a reader of `key` gets. Readers in the tick that sent an MGET share it. A reader that
+   * comes later must not take its answer: Redis may have run it before the reader came, so before
+   * an invalidation that resolved meanwhile (on any pod). Such readers share the next MGET instead,
+   * sent once the one out is answered: a key costs at most one MGET per round trip however many
+   * read it, and every answer was read by Redis after its reader came.
+   */
+  #readOf(key: string): Promise<StoreSnapshot> {
+    const reads = this.#reads.get(key);
+    if (reads === undefined) return this.#read(key);
+    if (reads.joinable) return reads.out;
+    reads.next ??= reads.out.then(
+      () => this.#read(key),
+      () => this.#read(key),
+    );
+    return reads.next;
   }
 
   /**
@@ -173,21 +188,27 @@ export class RedisStore implements HerdStore {
     const since = this.#near.mark();
     const read: Promise<StoreSnapshot> = (command.promise as Promise<[string | null, string | null]>).then(
       ([raw, version]) => {
+        this.#answered(key, read);
         this.#gate.settled(pending);
         const entry = this.#near.decode(key, raw, since, Number(version ?? 0));
         return { entry, version: Math.max(Number(version ?? 0), entryVersion(entry)) };
       },
       (error: unknown) => {
+        this.#answered(key, read);
         this.#gate.failed(pending, error);
         return this.#fallbackFor(key, this.#gate.wrap('get', key, error));
       },
     );
-    this.#reads.set(key, read);
-    queueMicrotask(() => {
-      if (this.#reads.get(key) === read) this.#reads.delete(key);
-    });
+    const reads: KeyReads = { out: read, joinable: true };
+    this.#reads.set(key, reads);
+    queueMicrotask(() => (reads.joinable = false));
     this.#client.sendCommand(command);
     return read;
+  }
+
+  /** The MGET `read` of `key` was answered: readers that come from now on send a new one. */
+  #answered(key: string, read: Promise<StoreSnapshot>): void {
+    if (this.#reads.get(key)?.out === read) this.#reads.delete(key);
   }
 
   /** `read`, or the copy of `key` as stale if `read` takes longer than {@link STALE_COPY_PATIENCE_MS}. */
@@ -430,6 +451,16 @@ export class RedisStore implements HerdStore {
 /** A snapshot of a key known only by its envelope (the version is at least the envelope's). */
 function snapshotOf(entry: Entry): StoreSnapshot {
   return { entry, version: entry.version };
+}
+
+/** The reads of one key (see `RedisStore.#readOf`). */
+interface KeyReads {
+  /** The MGET sent and not answered yet. */
+  readonly out: Promise<StoreSnapshot>;
+  /** Until the end of the tick that sent it: readers may share it. */
+  joinable: boolean;
+  /** The MGET sent once `out` is answered, for the readers that came after that tick. */
+  next?: Promise<StoreSnapshot>;
 }
 
 function entryVersion(entry: StoreRead): number {

@@ -1,0 +1,119 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { Redis, type RedisOptions } from 'ioredis';
+import { HerdEngine } from '../../lib/index.js';
+import { RedisStore } from '../../lib/redis.js';
+import type { StoreSnapshot } from '../../lib/stores/herd-store.interface.js';
+import { sleep } from '../helpers/deferred.js';
+import { FaultProxy, stopAllFaultProxies } from '../helpers/fault-proxy.js';
+import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
+
+/**
+ * Without the near cache every read of a key is an MGET. Readers of a key share MGETs: those in the
+ * tick that sent one take its answer; those that come while it is out share the next one, sent when
+ * it is answered (an answer Redis may have read before they came, before an invalidation that
+ * resolved meanwhile, is never theirs).
+ */
+
+let server: RedisServer;
+let admin: Redis;
+let run = 0;
+const opened: Array<{ close(): Promise<void> }> = [];
+
+beforeAll(async () => {
+  server = await RedisServer.start();
+  admin = new Redis(server.url);
+});
+
+afterEach(async () => {
+  for (const closable of opened.splice(0).reverse()) await closable.close();
+  await stopAllFaultProxies();
+});
+
+afterAll(async () => {
+  admin.disconnect();
+  await stopAllRedisServers();
+});
+
+/** A client whose duplicates (the store's subscriber) connect to another port. */
+class SplitConnections extends Redis {
+  constructor(
+    options: RedisOptions,
+    private readonly subscriberPort: number,
+  ) {
+    super(options);
+  }
+
+  override duplicate(override?: Partial<RedisOptions>): Redis {
+    return new Redis({ ...this.options, ...override, port: this.subscriberPort });
+  }
+}
+
+async function pod(
+  connection: { url: string } | { client: Redis },
+  namespace: string,
+): Promise<{ store: RedisStore; engine: HerdEngine }> {
+  const store = new RedisStore({ ...connection, namespace, nearCache: false, commandTimeout: '2s' });
+  opened.push(store);
+  await store.ready(10_000);
+  const engine = new HerdEngine({ store, policy: { soft: '1h' } });
+  opened.push(engine);
+  return { store, engine };
+}
+
+async function mgetCalls(): Promise<number> {
+  const stats = await admin.info('commandstats');
+  return Number(/cmdstat_mget:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+}
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+const valueOf = (snapshot: StoreSnapshot): unknown => (snapshot.entry as { value?: unknown } | undefined)?.value;
+
+describe('Redis store without the near cache: reads of a key', () => {
+  it('cost at most one MGET per round trip: readers that come while one is out share the next', async () => {
+    const namespace = `read-sharing${(run += 1)}`;
+    const proxy = await FaultProxy.start(server);
+    const slow = await pod({ url: proxy.url }, namespace);
+    await slow.engine.set('k', 'v1');
+    proxy.delay(100, 'toClient');
+    const before = await mgetCalls();
+    const reads: Array<Promise<StoreSnapshot>> = [];
+    // One reader per turn of the event loop, as requests arrive, for longer than a round trip takes to start.
+    for (let i = 0; i < 20; i++) {
+      reads.push(Promise.resolve(slow.store.get('k')));
+      await nextTurn();
+    }
+    const answers = await Promise.all(reads);
+    expect(answers.map(valueOf)).toEqual(Array.from({ length: 20 }, () => 'v1'));
+    // The first MGET, then one for all who came while it was out.
+    expect((await mgetCalls()) - before).toBe(2);
+  });
+
+  it('never answer a reader with an MGET Redis ran before an invalidation that resolved before the reader came', async () => {
+    const namespace = `read-sharing${(run += 1)}`;
+    const commands = await FaultProxy.start(server);
+    const notifications = await FaultProxy.start(server);
+    const client = new SplitConnections(
+      { host: server.host, port: commands.port, enableOfflineQueue: false, maxRetriesPerRequest: 0 },
+      notifications.port,
+    );
+    client.on('error', () => undefined);
+    opened.push({ close: async () => client.disconnect() });
+    const slow = await pod({ client }, namespace);
+    const other = await pod({ url: server.url }, namespace);
+    await other.engine.set('k', 'v1');
+    // Its notification reaches the pod (through the proxy, in this process) first.
+    await sleep(50);
+    // The pod hears of no change (its notifications are held): only how it shares reads can keep it right.
+    notifications.pause('toClient');
+    // Requests reach Redis at once; answers come back 150 ms later.
+    commands.delay(150, 'toClient');
+    const early = Promise.resolve(slow.store.get('k'));
+    // The proxy (in this process) forwards the MGET within a few turns; well within 50 ms Redis has answered it.
+    await sleep(50);
+    await other.engine.set('k', 'v2');
+    const late = Promise.resolve(slow.store.get('k'));
+    expect(valueOf(await early)).toBe('v1');
+    expect(valueOf(await late)).toBe('v2');
+  });
+});
