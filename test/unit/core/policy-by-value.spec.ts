@@ -19,3 +19,26 @@ describe('per-call policies resolved by value', () => {
     );
   });
 });
+
+describe('the serializer chosen per call', () => {
+  it('stores with the call policy serializer: json refuses a Date naming its path, v8 (the default) keeps it', async () => {
+    const engine = new HerdEngine();
+    try {
+      const since = new Date('2026-01-02T03:04:05Z');
+      await expect(
+        engine.getOrLoad('strict', async () => ({ customer: { since } }), { policy: { serializer: 'json' } }),
+      ).rejects.toMatchObject({ name: 'SerializationError', message: expect.stringContaining('$.customer.since') });
+      const kept = await engine.getOrLoad('typed', async () => ({ customer: { since } }));
+      // A Date (made in Node's own realm by v8.deserialize, not the test's: compared by tag).
+      expect(Object.prototype.toString.call(kept.customer.since)).toBe('[object Date]');
+      expect(kept.customer.since.getTime()).toBe(since.getTime());
+      // The same call with strict JSON and a value JSON keeps: stored and read back as written.
+      const plain = await engine.getOrLoad('plain', async () => ({ since: since.toISOString() }), {
+        policy: { serializer: 'json' },
+      });
+      expect(plain).toEqual({ since: '2026-01-02T03:04:05.000Z' });
+    } finally {
+      await engine.close();
+    }
+  });
+});
