@@ -52,7 +52,8 @@ function counted<T>(value: () => T | Promise<T>) {
 
 describe('Redis faults: a stuck lease owner', () => {
   it('answers every other pod within waitTimeout plus one load, with one takeover load in the cluster, and fences the stuck load', async () => {
-    const { pods: all } = await pods(4, { waitTimeout: '1s' });
+    // Default settings (waitTimeout 5 s, leaseTtl 5 s, loaderHardTimeout 30 s).
+    const { pods: all } = await pods(4);
     const [owner, ...others] = all;
     const stuck = deferred<string>();
     const stuckLoader = counted(() => stuck.promise);
@@ -76,7 +77,7 @@ describe('Redis faults: a stuck lease owner', () => {
     await expect(first).resolves.toBe('stuck');
     for (const each of all) await expect(each.engine.getOrLoad('k', takeover)).resolves.toBe('taken over');
     expect(takeover.calls).toBe(1);
-  });
+  }, 30_000);
 });
 
 describe('Redis faults: notifications are a hint', () => {
