@@ -427,8 +427,10 @@ export class HerdGuardInterceptor implements NestInterceptor {
   #hostOf(request: HttpRequest): string | undefined {
     const host = headerValue(request, 'host') ?? headerValue(request, ':authority');
     if (host === undefined || !HOST.test(host)) return undefined;
-    // Nest (Express, Fastify) routes by another name than the Host only behind a proxy that forwards one.
-    if (headerValue(request, 'x-forwarded-host') === undefined) return host;
+    // Nest routes by another name than the Host only behind a proxy that forwards one.
+    if (headerValue(request, 'x-forwarded-host') === undefined && headerValue(request, 'forwarded') === undefined) {
+      return host;
+    }
     const adapter = this.httpAdapterHost?.httpAdapter;
     const routed: unknown = adapter?.getRequestHostname(request);
     if (typeof routed !== 'string' || routed === '' || routed.toLowerCase() === hostName(host).toLowerCase()) {
