@@ -1,10 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { Redis, type RedisOptions } from 'ioredis';
 import { HerdEngine } from '../../lib/index.js';
 import { RedisStore, type RedisStoreOptions } from '../../lib/redis.js';
 import { until } from '../helpers/deferred.js';
 import { FaultProxy, stopAllFaultProxies } from '../helpers/fault-proxy.js';
 import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
+import { SplitConnections } from '../helpers/split-connections.js';
 
 /**
  * README (Near cache): with notifications late, "if Redis has not answered within 10 ms, a copy
@@ -42,19 +42,6 @@ async function startPod(namespace: string, options: RedisStoreOptions): Promise<
   const engine = new HerdEngine({ store, policy: { soft: '1h' } });
   opened.push(engine);
   return { store, engine };
-}
-
-class SplitConnections extends Redis {
-  constructor(
-    options: RedisOptions,
-    private readonly subscriberPort: number,
-  ) {
-    super(options);
-  }
-
-  override duplicate(override?: Partial<RedisOptions>): Redis {
-    return new Redis({ ...this.options, ...override, port: this.subscriberPort });
-  }
 }
 
 async function splitPod(namespace: string, commandPort: number, subscriberPort: number): Promise<Pod> {

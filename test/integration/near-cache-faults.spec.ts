@@ -1,7 +1,6 @@
 import { once } from 'node:events';
 import { type AddressInfo, type Server, type Socket, createConnection, createServer } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { Redis, type RedisOptions } from 'ioredis';
 import { HerdEngine } from '../../lib/index.js';
 import { RedisStore, type RedisStoreOptions } from '../../lib/redis.js';
 import { HEARTBEAT_INTERVAL_MS } from '../../lib/stores/redis/redis.store.js';
@@ -9,6 +8,7 @@ import { sleep, until } from '../helpers/deferred.js';
 import { FaultProxy, stopAllFaultProxies } from '../helpers/fault-proxy.js';
 import { told } from '../helpers/notifications.js';
 import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
+import { SplitConnections } from '../helpers/split-connections.js';
 
 /**
  * The near cache under faults that leave the subscription up: notifications that arrive late, a
@@ -51,23 +51,6 @@ async function startPod(namespace: string, options: RedisStoreOptions): Promise<
   const engine = new HerdEngine({ store, policy: { soft: '1h' } });
   opened.push(engine);
   return { store, engine };
-}
-
-/**
- * A command connection to `commandPort` whose duplicates (the store's subscriber) connect to
- * `subscriberPort`: the two paths of one pod, each through its own proxy (or straight to Redis).
- */
-class SplitConnections extends Redis {
-  constructor(
-    options: RedisOptions,
-    private readonly subscriberPort: number,
-  ) {
-    super(options);
-  }
-
-  override duplicate(override?: Partial<RedisOptions>): Redis {
-    return new Redis({ ...this.options, ...override, port: this.subscriberPort });
-  }
 }
 
 /** A pod whose commands go to `commandPort` and whose notifications come through `subscriberPort`. */

@@ -1,11 +1,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { Redis, type RedisOptions } from 'ioredis';
 import { HerdEngine } from '../../lib/index.js';
 import { RedisStore } from '../../lib/redis.js';
 import { HEARTBEAT_INTERVAL_MS } from '../../lib/stores/redis/redis.store.js';
 import { deferred, sleep, until } from '../helpers/deferred.js';
 import { FaultProxy, stopAllFaultProxies } from '../helpers/fault-proxy.js';
 import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
+import { SplitConnections } from '../helpers/split-connections.js';
 
 let server: RedisServer;
 const opened: Array<{ close(): Promise<void> }> = [];
@@ -31,20 +31,6 @@ async function pod(url: string, namespace: string, nearCache: boolean): Promise<
   const engine = new HerdEngine({ store, policy: { soft: '1h' } });
   opened.push(engine);
   return engine;
-}
-
-/** A command connection straight to Redis whose duplicates (the store's subscriber) go through `proxy`. */
-class NotificationsThroughProxy extends Redis {
-  constructor(
-    options: RedisOptions,
-    private readonly proxyPort: number,
-  ) {
-    super(options);
-  }
-
-  override duplicate(override?: Partial<RedisOptions>): Redis {
-    return new Redis({ ...this.options, ...override, port: this.proxyPort });
-  }
 }
 
 /** How long a pod's near cache may trust copies after its notifications stop (1 s + commandTimeout). */
@@ -86,7 +72,7 @@ describe.each([
   it('does not answer a read from an envelope a notification carried once another pod has invalidated the key', async () => {
     const proxy = await FaultProxy.start(server);
     // Pod A: commands straight to Redis (always answered), notifications through the proxy.
-    const client = new NotificationsThroughProxy({ host: server.host, port: server.port }, proxy.port);
+    const client = new SplitConnections({ host: server.host, port: server.port }, proxy.port);
     opened.push({ close: async () => client.disconnect() });
     const storeA = new RedisStore({ client, namespace: `window-${nearCache}`, nearCache, commandTimeout: '100ms' });
     opened.push(storeA);

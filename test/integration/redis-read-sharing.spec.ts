@@ -1,11 +1,12 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Redis } from 'ioredis';
 import { HerdEngine } from '../../lib/index.js';
 import { RedisStore } from '../../lib/redis.js';
 import type { StoreSnapshot } from '../../lib/stores/herd-store.interface.js';
 import { sleep } from '../helpers/deferred.js';
 import { FaultProxy, stopAllFaultProxies } from '../helpers/fault-proxy.js';
 import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
+import { SplitConnections } from '../helpers/split-connections.js';
 
 /**
  * Without the near cache every read of a key is an MGET. Readers of a key share MGETs: those in the
@@ -33,20 +34,6 @@ afterAll(async () => {
   admin.disconnect();
   await stopAllRedisServers();
 });
-
-/** A client whose duplicates (the store's subscriber) connect to another port. */
-class SplitConnections extends Redis {
-  constructor(
-    options: RedisOptions,
-    private readonly subscriberPort: number,
-  ) {
-    super(options);
-  }
-
-  override duplicate(override?: Partial<RedisOptions>): Redis {
-    return new Redis({ ...this.options, ...override, port: this.subscriberPort });
-  }
-}
 
 async function pod(
   connection: { url: string } | { client: Redis },
