@@ -452,9 +452,10 @@ function scopeOf(context: ExecutionContext, scope: unknown): string | undefined 
   if (typeof scope === 'string' || scope === undefined) return scope;
   if (scope === null) return undefined;
   if ((typeof scope === 'number' && Number.isFinite(scope)) || typeof scope === 'bigint') return String(scope);
+  const kind = typeof scope === 'object' ? 'an object' : typeof scope === 'function' ? 'a function' : String(scope);
   throw new KeySerializationError(
     'scope',
-    `is ${typeof scope === 'object' || typeof scope === 'function' ? `a${typeof scope === 'object' ? 'n' : ''} ${typeof scope}` : String(scope)}`,
+    `is ${kind}`,
     `@CachedRoute(${context.getClass().name}.${context.getHandler().name})`,
     'a scope hook must return the id of the user or tenant (a string), or undefined for a shared response',
   );
