@@ -62,7 +62,7 @@ describe('Redis store without the near cache: reads of a key', () => {
     const proxy = await FaultProxy.start(server);
     const slow = await pod({ url: proxy.url }, namespace);
     await slow.engine.set('k', 'v1');
-    proxy.delay(100, 'toClient');
+    proxy.delay(300, 'toClient');
     const before = await mgetCalls();
     const reads: Array<Promise<StoreSnapshot>> = [];
     // One reader per turn of the event loop, as requests arrive, for longer than a round trip takes to start.
@@ -93,11 +93,14 @@ describe('Redis store without the near cache: reads of a key', () => {
     await sleep(50);
     // The pod hears of no change (its notifications are held): only how it shares reads can keep it right.
     notifications.pause('toClient');
-    // Requests reach Redis at once; answers come back 150 ms later.
-    commands.delay(150, 'toClient');
+    // Requests reach Redis at once; answers come back 300 ms later.
+    commands.delay(300, 'toClient');
+    const mgets = await mgetCalls();
     const early = Promise.resolve(slow.store.get('k'));
-    // The proxy (in this process) forwards the MGET within a few turns; well within 50 ms Redis has answered it.
-    await sleep(50);
+    // Redis has run the MGET (the proxy, in this process, forwards it within a few turns)...
+    for (let attempt = 0; attempt < 200 && (await mgetCalls()) === mgets; attempt += 1) await sleep(5);
+    expect(await mgetCalls()).toBe(mgets + 1);
+    // ...and only then does the other pod's write run and resolve, while the answer is on its way back.
     await other.engine.set('k', 'v2');
     const late = Promise.resolve(slow.store.get('k'));
     expect(valueOf(await early)).toBe('v1');
