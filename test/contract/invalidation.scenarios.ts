@@ -63,14 +63,22 @@ export function describeInvalidation(name: string, start: (spec: ClusterSpec) =>
       ['across two pods', 2],
     ])('%s', (_label, pods) => {
       const pick = (engines: readonly HerdEngine[]) => ({ loading: engines[0]!, writer: engines[pods - 1]! });
-
-      it('never hands a read that starts after delete() resolved the value of a load that started before it', async () => {
+      /**
+       * `loading` loads k from a row that says 'old'; the load is held at `gate` once it has read the
+       * row, and the row now says 'new' (the update an invalidation will follow).
+       */
+      const loadHeldAcrossUpdate = async () => {
         const { loading, writer } = pick(await launch({ count: pods, policy: { soft: '1h' } }));
         const { state, loader } = row('old');
         const gate = deferred();
         const before = loading.getOrLoad('k', loader(gate.promise));
         await until(() => state.loads === 1);
         state.value = 'new';
+        return { loading, writer, state, loader, gate, before };
+      };
+
+      it('never hands a read that starts after delete() resolved the value of a load that started before it', async () => {
+        const { loading, writer, loader, gate, before } = await loadHeldAcrossUpdate();
         await writer.delete('k');
         const after = loading.getOrLoad('k', loader());
         gate.resolve();
@@ -101,12 +109,7 @@ export function describeInvalidation(name: string, start: (spec: ClusterSpec) =>
       });
 
       it('starts a new load on refresh() even while an older load of the key is running', async () => {
-        const { loading, writer } = pick(await launch({ count: pods, policy: { soft: '1h' } }));
-        const { state, loader } = row('old');
-        const gate = deferred();
-        const before = loading.getOrLoad('k', loader(gate.promise));
-        await until(() => state.loads === 1);
-        state.value = 'new';
+        const { loading, writer, loader, gate, before } = await loadHeldAcrossUpdate();
         const refreshed = writer.refresh('k', loader());
         await expect(refreshed).resolves.toMatchObject({ value: 'new' });
         gate.resolve();
@@ -116,12 +119,7 @@ export function describeInvalidation(name: string, start: (spec: ClusterSpec) =>
       });
 
       it('fences a running load with expire() on a key that is not cached yet', async () => {
-        const { loading, writer } = pick(await launch({ count: pods, policy: { soft: '1h' } }));
-        const { state, loader } = row('old');
-        const gate = deferred();
-        const before = loading.getOrLoad('k', loader(gate.promise));
-        await until(() => state.loads === 1);
-        state.value = 'new';
+        const { writer, loader, gate, before } = await loadHeldAcrossUpdate();
         await expect(writer.expire('k')).resolves.toBe(false);
         gate.resolve();
         await expect(before).resolves.toBe('old');
@@ -135,12 +133,7 @@ export function describeInvalidation(name: string, start: (spec: ClusterSpec) =>
       });
 
       it('does not let a load that started before set() overwrite the value set', async () => {
-        const { loading, writer } = pick(await launch({ count: pods, policy: { soft: '1h' } }));
-        const { state, loader } = row('old');
-        const gate = deferred();
-        const before = loading.getOrLoad('k', loader(gate.promise));
-        await until(() => state.loads === 1);
-        state.value = 'new';
+        const { loading, writer, state, loader, gate, before } = await loadHeldAcrossUpdate();
         await writer.set('k', 'new');
         gate.resolve();
         await before;
