@@ -1,5 +1,5 @@
 /**
- * `npm run test:package`: herd-guard as an application gets it from npm.
+ * `npm run test:package` and `npm run test:matrix`: herd-guard as an application gets it from npm.
  *
  * 1. `npm pack` (which builds through the `prepare` script) into a temp dir, then checks the
  *    tarball: entry points, declarations, source maps that resolve, attw and publint.
@@ -9,6 +9,10 @@
  *    tests; the same at the lowest versions the peer ranges admit; then, for each set of optional
  *    peers in `CONSUMERS`, the peers are added and it type-checks again and runs its Redis tests
  *    against a redis-server started here.
+ *
+ * `--quick` (test:package, part of `npm test`) runs the tarball checks and each app's first run;
+ * `--matrix` (test:matrix) runs every other run; with neither, everything runs. App names as
+ * arguments narrow it to those apps.
  *
  * Nothing is written into the repository; the temp dir is removed at the end
  * (HERD_GUARD_KEEP_CONSUMERS=1 keeps it for a look).
@@ -29,18 +33,18 @@ const HERE = fileURLToPath(new URL('.', import.meta.url));
 const OPTIONAL_PEERS = ['ioredis', 'prom-client', '@nestjs/terminus'];
 
 /**
- * What each app is run with, in order, every version exact. The first run is the app's own
- * package.json (the latest Nest of its major) with no optional peer; the next one moves Nest,
- * reflect-metadata and rxjs to the lowest versions the peer ranges admit; the last ones add the
- * optional peers and run the Redis tests. Together they cover the peer ranges of package.json:
- * Nest 11 and 12, reflect-metadata 0.1 and 0.2, rxjs 7, ioredis 5 and 6, prom-client 15, each at
- * its lowest admitted version and its latest.
+ * What each app is run with, in order, every version exact. `quick` is the app's own package.json
+ * (the latest Nest of its major) with no optional peer. `matrix` first moves Nest,
+ * reflect-metadata and rxjs to the lowest versions the peer ranges admit, then adds the optional
+ * peers and runs the Redis tests. Together they cover the peer ranges of package.json: Nest 11
+ * and 12, reflect-metadata 0.1 and 0.2, rxjs 7, ioredis 5 and 6, prom-client 15, each at its
+ * lowest admitted version and its latest.
  */
 const CONSUMERS = [
   {
     dir: 'nest11-cjs',
-    runs: [
-      memoryOnly('latest Nest 11', {}),
+    quick: [memoryOnly('latest Nest 11', {})],
+    matrix: [
       memoryOnly('lowest versions, Nest 11', lowest('11.0.0')),
       withPeers({ ioredis: '5.3.0', 'prom-client': '15.0.0', '@nestjs/terminus': '11.1.1' }),
       withPeers({ ioredis: '6.0.0', 'prom-client': '15.1.3', '@nestjs/terminus': '11.1.1' }),
@@ -48,8 +52,8 @@ const CONSUMERS = [
   },
   {
     dir: 'nest12-esm',
-    runs: [
-      memoryOnly('latest Nest 12', {}),
+    quick: [memoryOnly('latest Nest 12', {})],
+    matrix: [
       memoryOnly('lowest versions, Nest 12', lowest('12.0.1')),
       withPeers({ ioredis: '5.11.1', 'prom-client': '15.1.3', '@nestjs/terminus': '12.1.0' }),
       withPeers({ ioredis: '6.0.0', 'prom-client': '15.1.3', '@nestjs/terminus': '12.1.0' }),
@@ -88,22 +92,14 @@ function withPeers(versions) {
   return { label, versions, absent: [], tsconfig: 'tsconfig.check-redis.json', scripts: ['test:redis'] };
 }
 
+const { sets, only } = parseArguments(process.argv.slice(2));
 const startedAt = Date.now();
 const work = mkdtempSync(join(tmpdir(), 'herd-guard-consumers-'));
-const only = process.argv.slice(2);
 let redis;
 
 try {
   const tarball = step('npm pack (builds through prepare)', () => pack(work));
-  step('tarball: entry points, declarations, source maps', () => {
-    const unpacked = join(work, 'unpacked');
-    mkdirSync(unpacked);
-    run('tar', ['-xzf', tarball, '-C', unpacked]);
-    const { files, maps } = checkUnpackedPackage(join(unpacked, 'package'));
-    return `${files} files, ${maps} source maps resolve`;
-  });
-  step('attw (are the types wrong)', () => run(bin('attw'), [tarball, '--format', 'table-flipped'], { cwd: ROOT }));
-  step('publint', () => publint(tarball));
+  if (sets.includes('quick')) checkTarball(tarball, work);
   for (const consumer of CONSUMERS.filter((c) => only.length === 0 || only.includes(c.dir))) {
     const app = join(work, consumer.dir);
     cpSync(join(HERE, consumer.dir), app, {
@@ -111,7 +107,7 @@ try {
       filter: (source) => !/[\\/](node_modules|dist|coverage)$/.test(source),
     });
     const manifest = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8'));
-    for (const { label, versions, absent, tsconfig, scripts } of consumer.runs) {
+    for (const { label, versions, absent, tsconfig, scripts } of sets.flatMap((set) => consumer[set])) {
       const title = `${consumer.dir} (${label})`;
       step(`${title}: npm install`, () => install(app, manifest, { 'herd-guard': `file:${tarball}`, ...versions }));
       if (absent.length > 0) step(`${title}: not installed`, () => assertAbsent(app, absent));
@@ -129,6 +125,33 @@ try {
   redis?.stop();
   if (process.env.HERD_GUARD_KEEP_CONSUMERS === '1') console.log(`kept ${work}`);
   else rmSync(work, { recursive: true, force: true });
+}
+
+/** `--quick`, `--matrix` or neither (both sets), then app names (none: every app). */
+function parseArguments(args) {
+  const apps = CONSUMERS.map((c) => c.dir);
+  const flags = args.filter((arg) => arg.startsWith('--'));
+  const only = args.filter((arg) => !arg.startsWith('--'));
+  const valid =
+    flags.length <= 1 &&
+    flags.every((flag) => flag === '--quick' || flag === '--matrix') &&
+    only.every((name) => apps.includes(name));
+  if (!valid) {
+    throw new Error(`usage: run-consumers.mjs [--quick | --matrix] [${apps.join(' ')}]; got: ${args.join(' ')}`);
+  }
+  return { sets: flags.length === 0 ? ['quick', 'matrix'] : [flags[0].slice(2)], only };
+}
+
+function checkTarball(tarball, dir) {
+  step('tarball: entry points, declarations, source maps', () => {
+    const unpacked = join(dir, 'unpacked');
+    mkdirSync(unpacked);
+    run('tar', ['-xzf', tarball, '-C', unpacked]);
+    const { files, maps } = checkUnpackedPackage(join(unpacked, 'package'));
+    return `${files} files, ${maps} source maps resolve`;
+  });
+  step('attw (are the types wrong)', () => run(bin('attw'), [tarball, '--format', 'table-flipped'], { cwd: ROOT }));
+  step('publint', () => publint(tarball));
 }
 
 function step(title, action) {

@@ -46,7 +46,7 @@ describe('herd-guard on Redis with the installed ioredis, prom-client and termin
   let client: Redis;
 
   beforeAll(() => {
-    if (!redisUrl) throw new Error('REDIS_URL is not set: run this through npm run test:package');
+    if (!redisUrl) throw new Error('REDIS_URL is not set: run this through npm run test:matrix');
     client = new Redis(redisUrl);
   });
 
