@@ -8,14 +8,17 @@ import {
   INDEX_MEMBERS,
   INVALIDATE,
   RELEASE_LEASE,
+  type RedisScript,
   SET_VALUE,
+  type ScriptTarget,
 } from '../../lib/stores/redis/redis-scripts.js';
 import { sleep, until } from '../helpers/deferred.js';
 import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
 
 /*
- * Each script run by EVAL with its KEYS and ARGV written out in wire order, pinning what Redis
- * receives and answers: reply shapes, stored bytes, TTLs and published messages.
+ * Each script run by EVAL with its KEYS and ARGV written out here in wire order, pinning what Redis
+ * receives (the script's `args` must lay its call out exactly so) and what it answers: reply
+ * shapes, stored bytes, TTLs and published messages.
  */
 
 /**
@@ -23,7 +26,10 @@ import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
  * gives exactly the next integer.
  */
 const V = 4_000_000_000_000_000;
+const KEY = 'k';
 const KEY_PART = '1\nk';
+/** Longer than MAX_BROADCAST_ENVELOPE: not broadcast. */
+const LARGE = 'x'.repeat(16_384);
 
 let server: RedisServer;
 let client: Redis;
@@ -63,8 +69,23 @@ afterAll(async () => {
   await stopAllRedisServers();
 });
 
-function evalScript(script: string, keyNames: string[], argv: Array<string | number>): Promise<unknown> {
-  return client.eval(script, keyNames.length, ...keyNames, ...argv);
+/** Runs `script` for `call`, once its `args` is checked to lay the call out as `keyNames` then `argv`. */
+function evalScript<Call>(
+  script: RedisScript<Call>,
+  call: Call,
+  wire: { keys: string[]; argv: Array<string | number> },
+): Promise<unknown> {
+  expect(script.numberOfKeys).toBe(wire.keys.length);
+  expect(script.args(call)).toEqual([...wire.keys, ...wire.argv]);
+  return client.eval(script.lua, wire.keys.length, ...wire.keys, ...wire.argv);
+}
+
+function layout() {
+  return { value: keys.value, lease: keys.lease, version: keys.version };
+}
+
+function target(): ScriptTarget {
+  return { key: KEY, layout: layout(), channel: keys.channel };
 }
 
 /** The messages published on the channel so far: a marker published now arrives after them. */
@@ -80,8 +101,15 @@ function envelope(version: number | string, invalidated: 0 | 1 = 0, value = 'x')
 }
 
 describe('ACQUIRE_LEASE (KEYS lease, version, value; ARGV token, ttl ms, takeover from, takeover)', () => {
-  const acquire = (token: string, takeoverFrom = '', takeover = 'forced') =>
-    evalScript(ACQUIRE_LEASE, [keys.lease, keys.version, keys.value], [token, 5_000, takeoverFrom, takeover]);
+  const acquire = (token: string, takeoverFrom?: number, takeover: 'stuck' | 'forced' = 'forced') =>
+    evalScript(
+      ACQUIRE_LEASE,
+      { layout: layout(), token, ttlMs: 5_000, takeoverFrom, takeover },
+      {
+        keys: [keys.lease, keys.version, keys.value],
+        argv: [token, 5_000, takeoverFrom === undefined ? '' : String(takeoverFrom), takeover],
+      },
+    );
 
   it('grants a free lease: {1, next version, envelope, 0}, the version kept for an hour', async () => {
     await client.set(keys.version, String(V));
@@ -117,16 +145,16 @@ describe('ACQUIRE_LEASE (KEYS lease, version, value; ARGV token, ttl ms, takeove
   it('takes over a held lease still at the given version, and not at another', async () => {
     await client.set(keys.version, String(V));
     await client.set(keys.lease, 'holder');
-    await expect(acquire('t1', String(V - 1))).resolves.toEqual([0, String(V), null, 0]);
-    await expect(acquire('t1', String(V))).resolves.toEqual([1, String(V + 1), null, 0]);
+    await expect(acquire('t1', V - 1)).resolves.toEqual([0, String(V), null, 0]);
+    await expect(acquire('t1', V)).resolves.toEqual([1, String(V + 1), null, 0]);
     await expect(client.get(keys.lease)).resolves.toBe('t1');
   });
 
   it('does not take over as stuck a lease already taken over as stuck, but does when forced', async () => {
     await client.set(keys.version, String(V));
     await client.set(keys.lease, `s.${V - 1}.rescuer`);
-    await expect(acquire(`s.${V}.t1`, String(V), 'stuck')).resolves.toEqual([0, String(V), null, 0]);
-    await expect(acquire('t2', String(V), 'forced')).resolves.toEqual([1, String(V + 1), null, 0]);
+    await expect(acquire(`s.${V}.t1`, V, 'stuck')).resolves.toEqual([0, String(V), null, 0]);
+    await expect(acquire('t2', V, 'forced')).resolves.toEqual([1, String(V + 1), null, 0]);
     await expect(client.get(keys.lease)).resolves.toBe('t2');
   });
 
@@ -140,11 +168,14 @@ describe('ACQUIRE_LEASE (KEYS lease, version, value; ARGV token, ttl ms, takeove
 });
 
 describe('FILL (KEYS value, lease, version; ARGV envelope, px ms, fence, token, channel, key part, max broadcast)', () => {
-  const fill = (body: string, token: string, fence: number, maxBroadcast = 16_384) =>
+  const fill = (body: string, token: string, fence: number) =>
     evalScript(
       FILL,
-      [keys.value, keys.lease, keys.version],
-      [body, 60_000, String(fence), token, keys.channel, KEY_PART, maxBroadcast],
+      { target: target(), envelope: body, ttlMs: 60_000, fence, token },
+      {
+        keys: [keys.value, keys.lease, keys.version],
+        argv: [body, 60_000, String(fence), token, keys.channel, KEY_PART, 16_384],
+      },
     );
 
   it('writes at the fence as given, releases the lease and broadcasts f:<version>:<key part><envelope>', async () => {
@@ -159,7 +190,7 @@ describe('FILL (KEYS value, lease, version; ARGV envelope, px ms, fence, token, 
 
   it('leaves out an envelope longer than the max broadcast', async () => {
     await client.set(keys.version, String(V));
-    await expect(fill(envelope(V), 'other', V, 10)).resolves.toBe(1);
+    await expect(fill(envelope(V, 0, LARGE), 'other', V)).resolves.toBe(1);
     await expect(client.exists(keys.lease)).resolves.toBe(0);
     await expect(published()).resolves.toEqual([`f:${V}:${KEY_PART}`]);
   });
@@ -210,8 +241,12 @@ describe('FILL (KEYS value, lease, version; ARGV envelope, px ms, fence, token, 
 });
 
 describe('SET_VALUE (KEYS value, lease, version; ARGV envelope, px ms, channel, key part, max broadcast)', () => {
-  const set = (body: string, maxBroadcast = 16_384) =>
-    evalScript(SET_VALUE, [keys.value, keys.lease, keys.version], [body, 60_000, keys.channel, KEY_PART, maxBroadcast]);
+  const set = (body: string) =>
+    evalScript(
+      SET_VALUE,
+      { target: target(), envelope: body, ttlMs: 60_000 },
+      { keys: [keys.value, keys.lease, keys.version], argv: [body, 60_000, keys.channel, KEY_PART, 16_384] },
+    );
 
   it('writes the envelope under the next version, revokes the lease and broadcasts w:<version>:...', async () => {
     await client.set(keys.version, String(V));
@@ -231,7 +266,7 @@ describe('SET_VALUE (KEYS value, lease, version; ARGV envelope, px ms, channel, 
 
   it('leaves out an envelope longer than the max broadcast', async () => {
     await client.set(keys.version, String(V));
-    await expect(set(envelope(7), 10)).resolves.toBe(String(V + 1));
+    await expect(set(envelope(7, 0, LARGE))).resolves.toBe(String(V + 1));
     await expect(published()).resolves.toEqual([`w:${V + 1}:${KEY_PART}`]);
   });
 
@@ -248,7 +283,11 @@ describe('SET_VALUE (KEYS value, lease, version; ARGV envelope, px ms, channel, 
 
 describe('INVALIDATE (KEYS value, lease, version; ARGV mode, channel, key part)', () => {
   const invalidate = (mode: 'stale' | 'delete') =>
-    evalScript(INVALIDATE, [keys.value, keys.lease, keys.version], [mode, keys.channel, KEY_PART]);
+    evalScript(
+      INVALIDATE,
+      { target: target(), mode },
+      { keys: [keys.value, keys.lease, keys.version], argv: [mode, keys.channel, KEY_PART] },
+    );
 
   it('marks stale: rewrites version and flag only, keeps the TTL, revokes the lease, broadcasts s:', async () => {
     await client.set(keys.version, String(V));
@@ -300,7 +339,11 @@ describe('INVALIDATE (KEYS value, lease, version; ARGV mode, channel, key part)'
 
 describe('RELEASE_LEASE (KEYS lease; ARGV token, channel, key part, fence)', () => {
   const release = (token: string) =>
-    evalScript(RELEASE_LEASE, [keys.lease], [token, keys.channel, KEY_PART, String(V)]);
+    evalScript(
+      RELEASE_LEASE,
+      { target: target(), token, fence: V },
+      { keys: [keys.lease], argv: [token, keys.channel, KEY_PART, String(V)] },
+    );
 
   it("deletes its own lease and broadcasts r:<fence>:<key part>; leaves another's", async () => {
     await client.set(keys.lease, 'holder');
@@ -313,7 +356,8 @@ describe('RELEASE_LEASE (KEYS lease; ARGV token, channel, key part, fence)', () 
 });
 
 describe('EXTEND_LEASE (KEYS lease; ARGV token, ttl ms)', () => {
-  const extend = (token: string) => evalScript(EXTEND_LEASE, [keys.lease], [token, 60_000]);
+  const extend = (token: string) =>
+    evalScript(EXTEND_LEASE, { layout: layout(), token, ttlMs: 60_000 }, { keys: [keys.lease], argv: [token, 60_000] });
 
   it('extends its own lease only', async () => {
     await expect(extend('holder')).resolves.toBe(0);
@@ -326,8 +370,9 @@ describe('EXTEND_LEASE (KEYS lease; ARGV token, ttl ms)', () => {
 });
 
 describe('ADD_TO_INDEX (KEYS index; ARGV member, ttl ms) and INDEX_MEMBERS (KEYS index)', () => {
-  const add = (member: string, ttlMs: number) => evalScript(ADD_TO_INDEX, [keys.index], [member, ttlMs]);
-  const members = () => evalScript(INDEX_MEMBERS, [keys.index], []);
+  const add = (member: string, ttlMs: number) =>
+    evalScript(ADD_TO_INDEX, { index: keys.index, member, ttlMs }, { keys: [keys.index], argv: [member, ttlMs] });
+  const members = () => evalScript(INDEX_MEMBERS, { index: keys.index }, { keys: [keys.index], argv: [] });
 
   it('keeps each member until its later deadline and the index as long as its longest member', async () => {
     await expect(add('a', 60_000)).resolves.toBe(1);
