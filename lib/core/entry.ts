@@ -75,7 +75,8 @@ export function withVersion<T>(entry: Entry<T>, version: number): Entry<T> {
 /**
  * The wire form of an envelope: short field names, since it is stored once per key. The header
  * `{"v":2,"n":<version>,"i":<0|1>,` always comes first and in this order, so the Redis scripts can
- * rewrite the version and the invalidated flag without parsing the value.
+ * rewrite the version and the invalidated flag without parsing the value: `withHeader` in
+ * ENVELOPE_HEADER (lib/stores/redis/redis-scripts.ts) matches exactly this header; keep them in step.
  */
 interface WireEntry {
   v: number;

@@ -2,8 +2,10 @@
  * Messages on the notification channel: what happened to a key, its version after it, and the
  * envelope when one was written and is small enough to broadcast (woken followers then need no
  * GET). Format: `<kind>:<version>:<key length>\n<key><envelope>`, lengths in UTF-16 code units as
- * JavaScript counts them on both ends. The Redis scripts prepend `<kind>:<version>:` to the key
- * part built by {@link keyPart}.
+ * JavaScript counts them on both ends. The Redis scripts publish them with `notify` in NOTIFY
+ * (lib/stores/redis/redis-scripts.ts), which prepends `<kind>:<version>:` to the key part built by
+ * {@link keyPart} and appends the envelope only if it is at most {@link MAX_BROADCAST_ENVELOPE}
+ * long (`broadcastable`); keep the two in step.
  */
 export interface FillMessage {
   readonly kind: NotificationKind;
@@ -17,6 +19,7 @@ export interface FillMessage {
 /** `fill`: a load stored its value; `write`: `set()`; `stale`/`delete`: an invalidation; `release`: a lease let go without a value. */
 export type NotificationKind = 'fill' | 'write' | 'stale' | 'delete' | 'release';
 
+/** The one-letter kinds the scripts publish. */
 const KIND_CODES: Readonly<Record<string, NotificationKind>> = {
   f: 'fill',
   w: 'write',

@@ -2,7 +2,6 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { parseDuration } from '../../core/duration.js';
 import { ConfigurationError } from '../../errors/configuration.error.js';
 import { StoreError } from '../../errors/store.error.js';
-import type { InvalidationMode } from '../herd-store.interface.js';
 import type { RedisStoreOptions } from './redis-store.options.js';
 import { isValidNamespace } from './redis-keys.js';
 import {
@@ -13,54 +12,24 @@ import {
   INDEX_MEMBERS,
   INVALIDATE,
   RELEASE_LEASE,
+  type RedisScript,
   SET_VALUE,
+  type ScriptArgs,
 } from './redis-scripts.js';
 
-/** The scripts registered on the client by `defineCommand`, typed locally (no global augmentation). */
+/**
+ * The scripts registered on the client by `defineCommand`, typed locally (no global augmentation).
+ * Each takes the KEYS and ARGV its script's `args` lays out, and answers what the script returns.
+ */
 interface HerdGuardCommands {
-  herdGuardAcquire(
-    lease: string,
-    version: string,
-    value: string,
-    token: string,
-    ttlMs: number,
-    takeoverFrom: string,
-    takeover: string,
-  ): Promise<[number, string, string | null, number]>;
-  herdGuardFill(
-    value: string,
-    lease: string,
-    version: string,
-    envelope: string,
-    pxMs: number,
-    fence: string,
-    token: string,
-    channel: string,
-    keyPart: string,
-    maxBroadcast: number,
-  ): Promise<number>;
-  herdGuardSet(
-    value: string,
-    lease: string,
-    version: string,
-    envelope: string,
-    pxMs: number,
-    channel: string,
-    keyPart: string,
-    maxBroadcast: number,
-  ): Promise<string>;
-  herdGuardInvalidate(
-    value: string,
-    lease: string,
-    version: string,
-    mode: InvalidationMode,
-    channel: string,
-    keyPart: string,
-  ): Promise<[number, string]>;
-  herdGuardRelease(lease: string, token: string, channel: string, keyPart: string, fence: string): Promise<number>;
-  herdGuardExtend(lease: string, token: string, ttlMs: number): Promise<number>;
-  herdGuardIndex(index: string, member: string, ttlMs: number): Promise<number>;
-  herdGuardIndexMembers(index: string): Promise<string[]>;
+  herdGuardAcquire(...args: ScriptArgs<typeof ACQUIRE_LEASE>): Promise<[number, string, string | null, number]>;
+  herdGuardFill(...args: ScriptArgs<typeof FILL>): Promise<number>;
+  herdGuardSet(...args: ScriptArgs<typeof SET_VALUE>): Promise<string>;
+  herdGuardInvalidate(...args: ScriptArgs<typeof INVALIDATE>): Promise<[number, string]>;
+  herdGuardRelease(...args: ScriptArgs<typeof RELEASE_LEASE>): Promise<number>;
+  herdGuardExtend(...args: ScriptArgs<typeof EXTEND_LEASE>): Promise<number>;
+  herdGuardIndex(...args: ScriptArgs<typeof ADD_TO_INDEX>): Promise<number>;
+  herdGuardIndexMembers(...args: ScriptArgs<typeof INDEX_MEMBERS>): Promise<string[]>;
 }
 
 export type Client = (Redis | Cluster) & HerdGuardCommands;
@@ -92,14 +61,16 @@ export function connect(options: RedisStoreOptions): Redis | Cluster {
 }
 
 export function defineCommands(client: Redis | Cluster): Client {
-  client.defineCommand('herdGuardAcquire', { numberOfKeys: 3, lua: ACQUIRE_LEASE });
-  client.defineCommand('herdGuardFill', { numberOfKeys: 3, lua: FILL });
-  client.defineCommand('herdGuardSet', { numberOfKeys: 3, lua: SET_VALUE });
-  client.defineCommand('herdGuardInvalidate', { numberOfKeys: 3, lua: INVALIDATE });
-  client.defineCommand('herdGuardRelease', { numberOfKeys: 1, lua: RELEASE_LEASE });
-  client.defineCommand('herdGuardExtend', { numberOfKeys: 1, lua: EXTEND_LEASE });
-  client.defineCommand('herdGuardIndex', { numberOfKeys: 1, lua: ADD_TO_INDEX });
-  client.defineCommand('herdGuardIndexMembers', { numberOfKeys: 1, lua: INDEX_MEMBERS });
+  const define = (name: keyof HerdGuardCommands, script: RedisScript<never>) =>
+    client.defineCommand(name, { numberOfKeys: script.numberOfKeys, lua: script.lua });
+  define('herdGuardAcquire', ACQUIRE_LEASE);
+  define('herdGuardFill', FILL);
+  define('herdGuardSet', SET_VALUE);
+  define('herdGuardInvalidate', INVALIDATE);
+  define('herdGuardRelease', RELEASE_LEASE);
+  define('herdGuardExtend', EXTEND_LEASE);
+  define('herdGuardIndex', ADD_TO_INDEX);
+  define('herdGuardIndexMembers', INDEX_MEMBERS);
   return client as Client;
 }
 

@@ -1,8 +1,38 @@
+import type { AcquireOptions, InvalidationMode } from '../herd-store.interface.js';
+import { MAX_BROADCAST_ENVELOPE, keyPart } from './fill-message.js';
+import type { RedisKeyLayout } from './redis-keys.js';
+
 /**
  * Lua scripts, registered once per client with ioredis `defineCommand` (EVALSHA, with the NOSCRIPT
- * fallback after a Redis restart handled by ioredis). Every key goes through KEYS. These scripts
- * are the one place where a key's order is decided: its version only grows, and only here.
+ * fallback after a Redis restart handled by ioredis). These scripts are the one place where a key's
+ * order is decided: its version only grows, and only here.
+ *
+ * Each script names its KEYS and ARGV in its first lines, and its `args` function, right above,
+ * lays a call out in that order: the only place the order is written on this side. Every key goes
+ * through KEYS, never ARGV (Redis Cluster routes by KEYS; the three keys of a cache key share a
+ * slot).
  */
+
+/** A script, and how a call to it is laid out. */
+export interface RedisScript<Call> {
+  readonly numberOfKeys: number;
+  /** The call's KEYS, then its ARGV. */
+  readonly args: (call: Call) => readonly (string | number)[];
+  readonly lua: string;
+}
+
+/** The KEYS and ARGV of a call to `script`, as its `args` lays them out. */
+export type ScriptArgs<Script extends RedisScript<never>> = ReturnType<Script['args']>;
+
+/** The cache key a script changes: its Redis keys, and the channel that tells other processes. */
+export interface ScriptTarget {
+  readonly key: string;
+  readonly layout: RedisKeyLayout;
+  readonly channel: string;
+}
+
+/** Redis takes whole milliseconds. */
+const wholeMs = (ms: number): number => Math.ceil(ms);
 
 /**
  * How long a version key outlives its last change (1 hour): it only has to outlive the loads and
@@ -26,159 +56,315 @@ local function bump(key)
 end
 `;
 
-/** A notification: `<kind>:<version>:` then the key part built by the client (see fill-message.ts). */
+/**
+ * Publishes a notification `<kind>:<version>:<keyPart><body>`, the format fill-message.ts decodes
+ * (see `decodeFillMessage`; `keyPart` is built there). `broadcastable` is the body of a message
+ * about a written envelope: the envelope, unless it is longer than `maxBroadcast`
+ * (MAX_BROADCAST_ENVELOPE) and followers read it with a GET.
+ */
 const NOTIFY = `
 local function notify(channel, kind, version, keyPart, body)
   redis.call('PUBLISH', channel, kind .. ':' .. version .. ':' .. keyPart .. (body or ''))
 end
+
+local function broadcastable(envelope, maxBroadcast)
+  if string.len(envelope) <= maxBroadcast then
+    return envelope
+  end
+  return ''
+end
 `;
 
 /**
- * KEYS: lease, version, value. ARGV: token, lease ttl ms, version to take over from ('' for none),
- * takeover kind ('stuck' or 'forced'). Grants the lease when it is free, or (takeover) when the key
- * is still at the given version; a lease taken over as stuck (its token starts with `s.`) is not
- * taken over as stuck again. A grant advances the version, which is the lease's fence. A lease key
- * holding foreign data (not a string) is removed first. Returns {granted, version, envelope, repaired}.
+ * The envelope header `{"v":<format>,"n":<version>,"i":<0|1>,`, always first and in this order
+ * (see `WireEntry` and `encodeEntry` in lib/core/entry.ts), lets the scripts rewrite an envelope's
+ * version and invalidated flag without parsing its value. `withHeader` returns the envelope under
+ * `version`, with the invalidated flag set to `invalidated` when given (0 or 1); nil when the
+ * envelope lacks the header (when `invalidated` is given, the flag included).
  */
-export const ACQUIRE_LEASE = `${BUMP}
+const ENVELOPE_HEADER = `
+local HEADER_TO_VERSION = '^({"v":%d+,"n":)%d+()'
+
+local function hasHeader(envelope)
+  return string.match(envelope, HEADER_TO_VERSION) ~= nil
+end
+
+local function withHeader(envelope, version, invalidated)
+  local head, rest = string.match(envelope, HEADER_TO_VERSION)
+  if not head then
+    return nil
+  end
+  if invalidated == nil then
+    return head .. version .. string.sub(envelope, rest)
+  end
+  local afterFlag = string.match(envelope, '^,"i":%d()', rest)
+  if not afterFlag then
+    return nil
+  end
+  return head .. version .. ',"i":' .. invalidated .. string.sub(envelope, afterFlag)
+end
+`;
+
+export interface AcquireCall {
+  readonly layout: RedisKeyLayout;
+  readonly token: string;
+  readonly ttlMs: number;
+  /** Take the lease over if the key is still at this version (a lease's fence). */
+  readonly takeoverFrom: number | undefined;
+  readonly takeover: NonNullable<AcquireOptions['takeover']>;
+}
+
+/**
+ * Grants the lease when it is free, or (takeover) when the key is still at the given version; a
+ * lease taken over as stuck (its token starts with `s.`) is not taken over as stuck again. A grant
+ * advances the version, which is the lease's fence. A lease key holding foreign data (not a string)
+ * is removed first. Returns {granted, version, envelope, repaired}.
+ */
+export const ACQUIRE_LEASE = {
+  numberOfKeys: 3,
+  args: ({ layout, token, ttlMs, takeoverFrom, takeover }: AcquireCall) =>
+    [
+      layout.lease,
+      layout.version,
+      layout.value,
+      token,
+      wholeMs(ttlMs),
+      takeoverFrom === undefined ? '' : String(takeoverFrom),
+      takeover,
+    ] as const,
+  lua: `${BUMP}
+local leaseKey, versionKey, valueKey = KEYS[1], KEYS[2], KEYS[3]
+-- takeoverFrom: a version, or '' for none; takeover: 'stuck' or 'forced'.
+local token, leaseTtlMs, takeoverFrom, takeover = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+
 local repaired = 0
-local leaseType = redis.call('TYPE', KEYS[1])['ok']
+local leaseType = redis.call('TYPE', leaseKey)['ok']
 if leaseType ~= 'none' and leaseType ~= 'string' then
-  redis.call('DEL', KEYS[1])
+  redis.call('DEL', leaseKey)
   repaired = 1
 end
-local current = redis.pcall('GET', KEYS[3])
+local current = redis.pcall('GET', valueKey)
 if type(current) == 'table' then
   -- Foreign data (not a string) at the value key: report it as unreadable.
   current = 'herd-guard:foreign'
 end
-local version = redis.pcall('GET', KEYS[2])
+local version = redis.pcall('GET', versionKey)
 if type(version) ~= 'string' then
   version = '0'
 end
-local granted = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
-if not granted and ARGV[3] ~= '' and tonumber(ARGV[3]) == tonumber(version) then
-  local holder = redis.call('GET', KEYS[1]) or ''
-  if ARGV[4] ~= 'stuck' or string.sub(holder, 1, 2) ~= 's.' then
-    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+local granted = redis.call('SET', leaseKey, token, 'NX', 'PX', leaseTtlMs)
+if not granted and takeoverFrom ~= '' and tonumber(takeoverFrom) == tonumber(version) then
+  local holder = redis.call('GET', leaseKey) or ''
+  if takeover ~= 'stuck' or string.sub(holder, 1, 2) ~= 's.' then
+    redis.call('SET', leaseKey, token, 'PX', leaseTtlMs)
     granted = true
   end
 end
 if not granted then
   return {0, version, current, repaired}
 end
-return {1, bump(KEYS[2]), current, repaired}
-`;
+return {1, bump(versionKey), current, repaired}
+`,
+} satisfies RedisScript<AcquireCall>;
+
+export interface FillCall {
+  readonly target: ScriptTarget;
+  readonly envelope: string;
+  readonly ttlMs: number;
+  /** The fence of the lease the load held. */
+  readonly fence: number;
+  readonly token: string;
+}
 
 /**
- * KEYS: value, lease, version. ARGV: envelope, px ms, fence, token, channel, key part, max
- * broadcast length. Writes the envelope only if the key is still at the fence's version (no
- * invalidation, no other grant since the load began), or if the only change since is the lease
- * taken over as stuck from this fence and still held (token `s.<fence>.`: the slow holder's value
- * is as good, and earlier): then under the current version. Releases the lease if the token still
- * holds it, and notifies (with the envelope when written). Returns 1 if written.
+ * Writes the envelope only if the key is still at the fence's version (no invalidation, no other
+ * grant since the load began), or if the only change since is the lease taken over as stuck from
+ * this fence and still held (token `s.<fence>.`: the slow holder's value is as good, and earlier):
+ * then under the current version. Releases the lease if the token still holds it, and notifies
+ * (with the envelope when written). Returns 1 if written.
  */
-export const FILL = `${NOTIFY}
-local written = 0
-local envelope = ARGV[1]
-local version = redis.pcall('GET', KEYS[3])
-local lease = redis.pcall('GET', KEYS[2])
-if tonumber(version) == tonumber(ARGV[3]) then
-  written = 1
+export const FILL = {
+  numberOfKeys: 3,
+  args: ({ target, envelope, ttlMs, fence, token }: FillCall) =>
+    [
+      target.layout.value,
+      target.layout.lease,
+      target.layout.version,
+      envelope,
+      wholeMs(ttlMs),
+      String(fence),
+      token,
+      target.channel,
+      keyPart(target.key),
+      MAX_BROADCAST_ENVELOPE,
+    ] as const,
+  lua: `${NOTIFY}${ENVELOPE_HEADER}
+local valueKey, leaseKey, versionKey = KEYS[1], KEYS[2], KEYS[3]
+local envelope, ttlMs, fence, token = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local channel, keyPart, maxBroadcast = ARGV[5], ARGV[6], tonumber(ARGV[7])
+
+local version = redis.pcall('GET', versionKey)
+local lease = redis.pcall('GET', leaseKey)
+local stored = nil
+if tonumber(version) == tonumber(fence) then
+  stored = envelope
 elseif type(lease) == 'string' and type(version) == 'string' then
-  local rescuer = 's.' .. ARGV[3] .. '.'
-  local head, rest = string.match(envelope, '^({"v":%d+,"n":)%d+()')
-  if head and string.sub(lease, 1, string.len(rescuer)) == rescuer then
-    envelope = head .. version .. string.sub(envelope, rest)
-    written = 1
+  -- Taken over as stuck from this fence (the token RedisStore.acquireLease builds) and still held.
+  local rescuer = 's.' .. fence .. '.'
+  if string.sub(lease, 1, string.len(rescuer)) == rescuer then
+    stored = withHeader(envelope, version)
   end
 end
-if written == 1 then
-  redis.call('SET', KEYS[1], envelope, 'PX', ARGV[2])
+if stored then
+  redis.call('SET', valueKey, stored, 'PX', ttlMs)
 end
-local released = 0
-if lease == ARGV[4] then
-  redis.call('DEL', KEYS[2])
-  released = 1
+local released = lease == token
+if released then
+  redis.call('DEL', leaseKey)
 end
-if written == 1 then
-  local body = ''
-  if string.len(envelope) <= tonumber(ARGV[7]) then
-    body = envelope
-  end
-  notify(ARGV[5], 'f', version, ARGV[6], body)
-elseif released == 1 then
-  notify(ARGV[5], 'r', ARGV[3], ARGV[6])
+if stored then
+  notify(channel, 'f', version, keyPart, broadcastable(stored, maxBroadcast))
+  return 1
 end
-return written
-`;
+if released then
+  notify(channel, 'r', fence, keyPart)
+end
+return 0
+`,
+} satisfies RedisScript<FillCall>;
+
+export interface SetCall {
+  readonly target: ScriptTarget;
+  /** Any version in its header: the script writes it under the new one. */
+  readonly envelope: string;
+  readonly ttlMs: number;
+}
 
 /**
- * KEYS: value, lease, version. ARGV: envelope (any version in its header), px ms, channel, key
- * part, max broadcast length. A write-through: advances the version, writes the envelope under it,
- * revokes any lease (fencing running loads) and notifies. Returns the new version.
+ * A write-through: advances the version, writes the envelope under it, revokes any lease (fencing
+ * running loads) and notifies. Returns the new version.
  */
-export const SET_VALUE = `${BUMP}${NOTIFY}
-local head, rest = string.match(ARGV[1], '^({"v":%d+,"n":)%d+()')
-if not head then
+export const SET_VALUE = {
+  numberOfKeys: 3,
+  args: ({ target, envelope, ttlMs }: SetCall) =>
+    [
+      target.layout.value,
+      target.layout.lease,
+      target.layout.version,
+      envelope,
+      wholeMs(ttlMs),
+      target.channel,
+      keyPart(target.key),
+      MAX_BROADCAST_ENVELOPE,
+    ] as const,
+  lua: `${BUMP}${NOTIFY}${ENVELOPE_HEADER}
+local valueKey, leaseKey, versionKey = KEYS[1], KEYS[2], KEYS[3]
+local envelope, ttlMs, channel, keyPart, maxBroadcast = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+
+-- Checked before the version advances: a malformed envelope changes nothing.
+if not hasHeader(envelope) then
   return redis.error_reply('ERR herd-guard: malformed envelope')
 end
-local version = bump(KEYS[3])
-local envelope = head .. version .. string.sub(ARGV[1], rest)
-redis.call('SET', KEYS[1], envelope, 'PX', ARGV[2])
-redis.call('DEL', KEYS[2])
-local body = ''
-if string.len(envelope) <= tonumber(ARGV[5]) then
-  body = envelope
-end
-notify(ARGV[3], 'w', version, ARGV[4], body)
+local version = bump(versionKey)
+local stored = withHeader(envelope, version)
+redis.call('SET', valueKey, stored, 'PX', ttlMs)
+redis.call('DEL', leaseKey)
+notify(channel, 'w', version, keyPart, broadcastable(stored, maxBroadcast))
 return version
-`;
+`,
+} satisfies RedisScript<SetCall>;
+
+export interface InvalidateCall {
+  readonly target: ScriptTarget;
+  readonly mode: InvalidationMode;
+}
 
 /**
- * KEYS: value, lease, version. ARGV: mode ('stale' or 'delete'), channel, key part. Advances the
- * version (also for an absent key, so running loads are fenced), revokes any lease, then marks the
- * envelope stale (rewriting only its header: version and invalidated flag, keeping its TTL) or
- * deletes it, and notifies. Returns {existed, version}.
+ * Advances the version (also for an absent key, so running loads are fenced), revokes any lease,
+ * then marks the envelope stale (rewriting only its header: version and invalidated flag, keeping
+ * its TTL) or deletes it, and notifies. Returns {existed, version}.
  */
-export const INVALIDATE = `${BUMP}${NOTIFY}
-local version = bump(KEYS[3])
-redis.call('DEL', KEYS[2])
-local existed = 0
-if ARGV[1] == 'delete' then
-  existed = redis.call('DEL', KEYS[1])
-  notify(ARGV[2], 'd', version, ARGV[3])
-else
-  local current = redis.pcall('GET', KEYS[1])
-  if type(current) == 'string' then
-    local head, rest = string.match(current, '^({"v":%d+,"n":)%d+,"i":%d()')
-    if head then
-      redis.call('SET', KEYS[1], head .. version .. ',"i":1' .. string.sub(current, rest), 'KEEPTTL')
-      existed = 1
-    end
-  end
-  notify(ARGV[2], 's', version, ARGV[3])
-end
-return {existed, version}
-`;
+export const INVALIDATE = {
+  numberOfKeys: 3,
+  args: ({ target, mode }: InvalidateCall) =>
+    [
+      target.layout.value,
+      target.layout.lease,
+      target.layout.version,
+      mode,
+      target.channel,
+      keyPart(target.key),
+    ] as const,
+  lua: `${BUMP}${NOTIFY}${ENVELOPE_HEADER}
+local valueKey, leaseKey, versionKey = KEYS[1], KEYS[2], KEYS[3]
+-- mode: 'stale' or 'delete'.
+local mode, channel, keyPart = ARGV[1], ARGV[2], ARGV[3]
 
-/** KEYS: lease. ARGV: token, channel, key part, fence. Deletes the lease only if the token still owns it. */
-export const RELEASE_LEASE = `${NOTIFY}
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  notify(ARGV[2], 'r', ARGV[4], ARGV[3])
+local version = bump(versionKey)
+redis.call('DEL', leaseKey)
+if mode == 'delete' then
+  local existed = redis.call('DEL', valueKey)
+  notify(channel, 'd', version, keyPart)
+  return {existed, version}
+end
+local existed = 0
+local current = redis.pcall('GET', valueKey)
+if type(current) == 'string' then
+  local stale = withHeader(current, version, 1)
+  if stale then
+    redis.call('SET', valueKey, stale, 'KEEPTTL')
+    existed = 1
+  end
+end
+notify(channel, 's', version, keyPart)
+return {existed, version}
+`,
+} satisfies RedisScript<InvalidateCall>;
+
+export interface ReleaseCall {
+  readonly target: ScriptTarget;
+  readonly token: string;
+  readonly fence: number;
+}
+
+/** Deletes the lease only if the token still owns it, and notifies. Returns 1 if deleted. */
+export const RELEASE_LEASE = {
+  numberOfKeys: 1,
+  args: ({ target, token, fence }: ReleaseCall) =>
+    [target.layout.lease, token, target.channel, keyPart(target.key), String(fence)] as const,
+  lua: `${NOTIFY}
+local leaseKey = KEYS[1]
+local token, channel, keyPart, fence = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+
+if redis.call('GET', leaseKey) == token then
+  redis.call('DEL', leaseKey)
+  notify(channel, 'r', fence, keyPart)
   return 1
 end
 return 0
-`;
+`,
+} satisfies RedisScript<ReleaseCall>;
 
-/** KEYS: lease. ARGV: token, ttl ms. Extends the lease only if the token still owns it. */
-export const EXTEND_LEASE = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+export interface ExtendCall {
+  readonly layout: RedisKeyLayout;
+  readonly token: string;
+  readonly ttlMs: number;
+}
+
+/** Extends the lease only if the token still owns it. Returns 1 if extended. */
+export const EXTEND_LEASE = {
+  numberOfKeys: 1,
+  args: ({ layout, token, ttlMs }: ExtendCall) => [layout.lease, token, wholeMs(ttlMs)] as const,
+  lua: `
+local leaseKey = KEYS[1]
+local token, ttlMs = ARGV[1], ARGV[2]
+
+if redis.call('GET', leaseKey) == token then
+  return redis.call('PEXPIRE', leaseKey, ttlMs)
 end
 return 0
-`;
+`,
+} satisfies RedisScript<ExtendCall>;
 
 /** Redis's own clock in milliseconds: index deadlines never depend on a pod's clock. */
 const NOW_MS = `
@@ -188,23 +374,47 @@ local function nowMs()
 end
 `;
 
+export interface IndexCall {
+  /** The index's Redis key (a sorted set). */
+  readonly index: string;
+  /** The cache key recorded. */
+  readonly member: string;
+  readonly ttlMs: number;
+}
+
 /**
- * KEYS: index (a sorted set). ARGV: member key, ttl (ms). Records the member until the later of
- * its deadlines (on Redis's clock), drops members past theirs, and keeps the set alive as long as
- * its longest member.
+ * Records the member until the later of its deadlines (on Redis's clock), drops members past
+ * theirs, and keeps the set alive as long as its longest member. Returns 1.
  */
-export const ADD_TO_INDEX = `${NOW_MS}
+export const ADD_TO_INDEX = {
+  numberOfKeys: 1,
+  args: ({ index, member, ttlMs }: IndexCall) => [index, member, wholeMs(ttlMs)] as const,
+  lua: `${NOW_MS}
+local indexKey = KEYS[1]
+local member, ttlMs = ARGV[1], tonumber(ARGV[2])
+
 local now = nowMs()
-redis.call('ZADD', KEYS[1], 'GT', string.format('%.0f', now + tonumber(ARGV[2])), ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+redis.call('ZADD', indexKey, 'GT', string.format('%.0f', now + ttlMs), member)
+redis.call('ZREMRANGEBYSCORE', indexKey, '-inf', now)
+local last = redis.call('ZRANGE', indexKey, -1, -1, 'WITHSCORES')
 if last[2] then
-  redis.call('PEXPIREAT', KEYS[1], last[2])
+  redis.call('PEXPIREAT', indexKey, last[2])
 end
 return 1
-`;
+`,
+} satisfies RedisScript<IndexCall>;
 
-/** KEYS: index. The members whose deadline (on Redis's clock) has not passed. */
-export const INDEX_MEMBERS = `${NOW_MS}
-return redis.call('ZRANGEBYSCORE', KEYS[1], nowMs(), '+inf')
-`;
+export interface IndexMembersCall {
+  readonly index: string;
+}
+
+/** The members whose deadline (on Redis's clock) has not passed. */
+export const INDEX_MEMBERS = {
+  numberOfKeys: 1,
+  args: ({ index }: IndexMembersCall) => [index] as const,
+  lua: `${NOW_MS}
+local indexKey = KEYS[1]
+
+return redis.call('ZRANGEBYSCORE', indexKey, nowMs(), '+inf')
+`,
+} satisfies RedisScript<IndexMembersCall>;

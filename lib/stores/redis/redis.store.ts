@@ -19,7 +19,7 @@ import {
   type StoreSnapshot,
 } from '../herd-store.interface.js';
 import { CommandGate } from './command-gate.js';
-import { MAX_BROADCAST_ENVELOPE, decodeFillMessage, keyPart } from './fill-message.js';
+import { decodeFillMessage } from './fill-message.js';
 import { HEARTBEAT_INTERVAL_MS, Heartbeat } from './heartbeat.js';
 import { NotificationSubscriber } from './notification-subscriber.js';
 import {
@@ -32,6 +32,17 @@ import {
   validateStoreOptions,
 } from './redis-connection.js';
 import { RedisKeys } from './redis-keys.js';
+import {
+  ACQUIRE_LEASE,
+  ADD_TO_INDEX,
+  EXTEND_LEASE,
+  FILL,
+  INDEX_MEMBERS,
+  INVALIDATE,
+  RELEASE_LEASE,
+  SET_VALUE,
+  type ScriptTarget,
+} from './redis-scripts.js';
 import type { RedisStoreOptions } from './redis-store.options.js';
 import { NEAR_CACHE_DEFAULTS, NearCache } from './near-cache.js';
 
@@ -229,22 +240,15 @@ export class RedisStore implements HerdStore {
       this.#near.keep(key, entry, envelope, { local: true });
       return false;
     }
-    const layout = this.keys.for(key);
+    const call = {
+      target: this.#target(key),
+      envelope,
+      ttlMs: lifetimeLeftMs(entry),
+      fence: lease.fence,
+      token: lease.token,
+    };
     const since = this.#near.mark();
-    const written = await this.#gate.run('fill', key, () =>
-      this.#client.herdGuardFill(
-        layout.value,
-        layout.lease,
-        layout.version,
-        envelope,
-        lifetimeLeftMs(entry),
-        String(lease.fence),
-        lease.token,
-        this.keys.channel,
-        keyPart(key),
-        MAX_BROADCAST_ENVELOPE,
-      ),
-    );
+    const written = await this.#gate.run('fill', key, () => this.#client.herdGuardFill(...FILL.args(call)));
     this.#changed(key);
     if (written !== 1) return false;
     this.#near.announce(key, lease.fence);
@@ -254,22 +258,9 @@ export class RedisStore implements HerdStore {
 
   async set(key: string, entry: Entry): Promise<number> {
     const envelope = this.#encode(key, entry);
-    const layout = this.keys.for(key);
+    const call = { target: this.#target(key), envelope, ttlMs: lifetimeLeftMs(entry) };
     const since = this.#near.mark();
-    const version = Number(
-      await this.#gate.run('set', key, () =>
-        this.#client.herdGuardSet(
-          layout.value,
-          layout.lease,
-          layout.version,
-          envelope,
-          lifetimeLeftMs(entry),
-          this.keys.channel,
-          keyPart(key),
-          MAX_BROADCAST_ENVELOPE,
-        ),
-      ),
-    );
+    const version = Number(await this.#gate.run('set', key, () => this.#client.herdGuardSet(...SET_VALUE.args(call))));
     this.#changed(key);
     this.#near.announce(key, version);
     this.#near.keep(key, withVersion(entry, version), envelope, { raw: false, since });
@@ -278,16 +269,9 @@ export class RedisStore implements HerdStore {
 
   /** Advances the version, revokes the lease, marks stale or deletes, and notifies every process. */
   async invalidate(key: string, mode: InvalidationMode): Promise<InvalidationResult> {
-    const layout = this.keys.for(key);
+    const call = { target: this.#target(key), mode };
     const [existed, version] = await this.#gate.run(mode === 'delete' ? 'delete' : 'mark-stale', key, () =>
-      this.#client.herdGuardInvalidate(
-        layout.value,
-        layout.lease,
-        layout.version,
-        mode,
-        this.keys.channel,
-        keyPart(key),
-      ),
+      this.#client.herdGuardInvalidate(...INVALIDATE.args(call)),
     );
     this.#changed(key);
     this.#near.invalidated(key, mode, Number(version));
@@ -295,11 +279,15 @@ export class RedisStore implements HerdStore {
   }
 
   async addToIndex(index: KeyIndex, key: string, ttlMs: number): Promise<void> {
-    await this.#gate.run('index', key, () => this.#client.herdGuardIndex(this.#indexKey(index), key, Math.ceil(ttlMs)));
+    const call = { index: this.#indexKey(index), member: key, ttlMs };
+    await this.#gate.run('index', key, () => this.#client.herdGuardIndex(...ADD_TO_INDEX.args(call)));
   }
 
   async indexMembers(index: KeyIndex): Promise<string[]> {
-    return this.#gate.run('index-members', undefined, () => this.#client.herdGuardIndexMembers(this.#indexKey(index)));
+    const call = { index: this.#indexKey(index) };
+    return this.#gate.run('index-members', undefined, () =>
+      this.#client.herdGuardIndexMembers(...INDEX_MEMBERS.args(call)),
+    );
   }
 
   /**
@@ -308,28 +296,18 @@ export class RedisStore implements HerdStore {
    * the lease it took lapses soon, unheld, and is released as soon as the late reply arrives.
    */
   async acquireLease(key: string, ttlMs: number, options: AcquireOptions = {}): Promise<LeaseAttempt> {
-    const layout = this.keys.for(key);
     const takeover = options.takeover ?? 'forced';
     // A lease taken over as stuck is marked in its token with the fence it took over from: it is not
     // taken over as stuck again, and the holder it replaced may still store its value while it holds.
     const rescue = options.takeoverFrom !== undefined && takeover === 'stuck';
     const token = `${rescue ? `s.${options.takeoverFrom}.` : ''}${randomBytes(16).toString('base64url')}`;
     const grantMs = Math.ceil(Math.min(ttlMs, this.#firstLeaseMs));
-    const takeoverFrom = options.takeoverFrom === undefined ? '' : String(options.takeoverFrom);
+    const call = { layout: this.keys.for(key), token, ttlMs: grantMs, takeoverFrom: options.takeoverFrom, takeover };
     const since = this.#near.mark();
     const [granted, version, raw, repaired] = await this.#gate.run(
       'acquire-lease',
       key,
-      () =>
-        this.#client.herdGuardAcquire(
-          layout.lease,
-          layout.version,
-          layout.value,
-          token,
-          grantMs,
-          takeoverFrom,
-          takeover,
-        ),
+      () => this.#client.herdGuardAcquire(...ACQUIRE_LEASE.args(call)),
       ([lateGranted, lateVersion]) => {
         if (lateGranted === 1) this.#releaseOrphan({ key, token, fence: Number(lateVersion), ttlMs: grantMs });
       },
@@ -342,22 +320,16 @@ export class RedisStore implements HerdStore {
   }
 
   async extendLease(lease: Lease, ttlMs: number): Promise<boolean> {
+    const call = { layout: this.keys.for(lease.key), token: lease.token, ttlMs };
     const extended = await this.#gate.run('extend-lease', lease.key, () =>
-      this.#client.herdGuardExtend(this.keys.for(lease.key).lease, lease.token, Math.ceil(ttlMs)),
+      this.#client.herdGuardExtend(...EXTEND_LEASE.args(call)),
     );
     return extended === 1;
   }
 
   async releaseLease(lease: Lease): Promise<void> {
-    await this.#gate.run('release-lease', lease.key, () =>
-      this.#client.herdGuardRelease(
-        this.keys.for(lease.key).lease,
-        lease.token,
-        this.keys.channel,
-        keyPart(lease.key),
-        String(lease.fence),
-      ),
-    );
+    const call = { target: this.#target(lease.key), token: lease.token, fence: lease.fence };
+    await this.#gate.run('release-lease', lease.key, () => this.#client.herdGuardRelease(...RELEASE_LEASE.args(call)));
   }
 
   watchFill(key: string): FillWatch {
@@ -404,6 +376,11 @@ export class RedisStore implements HerdStore {
     } catch (error) {
       throw new SerializationError(key, error);
     }
+  }
+
+  /** What the scripts that change `key` are given: its Redis keys and the notification channel. */
+  #target(key: string): ScriptTarget {
+    return { key, layout: this.keys.for(key), channel: this.keys.channel };
   }
 
   #indexKey(index: KeyIndex): string {
