@@ -9,9 +9,10 @@ import type { HerdGuardResources } from '../herd-guard.resources.js';
 import { HerdGuardService } from '../herd-guard.service.js';
 import type { CachedOptions } from '../interfaces/cached-options.interface.js';
 import type { CachedRouteOptions } from '../interfaces/cached-route-options.interface.js';
-import { functionOption, routeConfig, tagsOption } from '../interceptors/route-config.js';
 import { methodCacheKey } from '../keys/method-key.js';
-import { designReturnType, isClassOrSubclass } from './design-metadata.js';
+import { designReturnType, isClassOrSubclass } from '../metadata/design-metadata.js';
+import { functionOption, tagsOption } from '../metadata/option-fields.js';
+import { routeConfig } from '../metadata/route-config.js';
 
 type Method = (...args: unknown[]) => unknown;
 type InstanceWrapper = ReturnType<DiscoveryService['getProviders']>[number];

@@ -25,7 +25,7 @@ import { HeadFences } from './head-fences.js';
 import { HttpResponse } from './http-response.js';
 import { type HandlerOutput, ResponseExchange } from './response-exchange.js';
 import { ResponseHead } from './response-head.js';
-import { type RouteConfig, routeConfig } from './route-config.js';
+import { type RouteConfig, routeConfig } from '../metadata/route-config.js';
 import { type RouteHandler, describeRouteHandler, finalStatus, isStreamBody } from './route-handler.js';
 import { UncacheableResponse } from './uncacheable-response.js';
 import { mergeVary, varyNames } from './vary.js';
