@@ -4,8 +4,7 @@ import { Observable, defer } from 'rxjs';
 import { type CachePolicy, resolvePolicy } from '../core/policy.js';
 import { ConfigurationError } from '../errors/configuration.error.js';
 import { LoaderFailedError } from '../errors/loader-failed.error.js';
-import { HERD_GUARD_CACHED, HERD_GUARD_RESOURCES, HERD_GUARD_ROUTE } from '../herd-guard.constants.js';
-import type { HerdGuardResources } from '../herd-guard.resources.js';
+import { HERD_GUARD_CACHED, HERD_GUARD_DEFAULT_POLICY, HERD_GUARD_ROUTE } from '../herd-guard.constants.js';
 import { HerdGuardService } from '../herd-guard.service.js';
 import type { CachedOptions } from '../interfaces/cached-options.interface.js';
 import type { CachedRouteOptions } from '../interfaces/cached-route-options.interface.js';
@@ -59,7 +58,7 @@ export class CachedMethodsExplorer implements OnModuleInit {
     private readonly scanner: MetadataScanner,
     private readonly reflector: Reflector,
     private readonly herd: HerdGuardService,
-    @Inject(HERD_GUARD_RESOURCES) private readonly resources: HerdGuardResources,
+    @Inject(HERD_GUARD_DEFAULT_POLICY) private readonly defaultPolicy: CachePolicy | undefined,
   ) {}
 
   onModuleInit(): void {
@@ -109,7 +108,7 @@ export class CachedMethodsExplorer implements OnModuleInit {
   #plan(prototype: object, className: string, name: string, provider: ProviderName): MethodPlan {
     const field = `@Cached(${className}.${name})`;
     const { key, keyPrefix, tags, ...policy } = this.#cachedOptions(prototype, name) ?? {};
-    resolvePolicy(policy, this.resources.options.policy, field);
+    resolvePolicy(policy, this.defaultPolicy, field);
     const original = (prototype as Record<string, Method>)[name];
     if (keyPrefix !== undefined && (typeof keyPrefix !== 'string' || keyPrefix.length === 0)) {
       throw new ConfigurationError(`${field}.keyPrefix`, 'expected a non-empty string');
@@ -176,7 +175,7 @@ export class CachedMethodsExplorer implements OnModuleInit {
       if (controllerOptions === undefined && handlerOptions === undefined) continue;
       const field = `@CachedRoute(${controller.name}.${name})`;
       const { policy } = routeConfig(controllerOptions, handlerOptions, field);
-      resolvePolicy(policy, this.resources.options.policy, field);
+      resolvePolicy(policy, this.defaultPolicy, field);
     }
   }
 }
