@@ -1,7 +1,7 @@
 import { type DynamicModule, Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { ConfigurationError } from './errors/configuration.error.js';
-import { CachedMethodsExplorer } from './decorators/cached.explorer.js';
+import { CachedMethodsExplorer } from './decorators/cached-methods.explorer.js';
 import {
   HERD_GUARD_DEFAULT_POLICY,
   HERD_GUARD_ENGINE,
