@@ -71,28 +71,10 @@ interface HandlerState extends RouteHandler {
 }
 
 /**
- * Caches the responses of GET (and HEAD) routes with herd-guard: concurrent requests for one key
- * run the handler once, stale responses are served while one refresh runs, and the response
- * carries `X-Cache`, `Age` and `Cache-Control`.
- *
- * Safe by default (RFC 9111 §3.5 and §4, as a shared cache):
- * - requests with `Authorization` or `Cookie` pass through uncached unless the route has a `scope`
- *   (per-user entries, `Cache-Control: private`) or `shareAcrossUsers: true`;
- * - the key names the host (the `Host` header, port included; requests without one pass through),
- *   the handler (controller, method, version), the path, the query as sent, and the request
- *   headers the response varies by (the route's `vary` and the handler's `Vary` response header);
- * - a response is stored only with a status in {@link CACHEABLE_STATUSES} (a `@Redirect()`'s
- *   included), without `Set-Cookie` (even one added as the response is sent), without `Vary: *`,
- *   and without a `Cache-Control` of `no-store`, `no-cache`, (unscoped) `private` or a zero shared
- *   lifetime, which is sent as written. The status and every header the handler set about the body
- *   are replayed;
- * - SSE routes, `@Res()` handlers, streams and other methods pass through untouched.
- *
- * A `null`/`undefined` body is cached as "not found" for `negativeTtl`. Handler errors are never
- * cached and reach the client unchanged (a `NotFoundException` stays a 404); a loader timeout
- * answers 504. Bind it with `@UseInterceptors(HerdGuardInterceptor)` or as `APP_INTERCEPTOR`.
- * Customise by extending it: `trackBy`, `scopeKey`, `hasCredentials`, `isRequestCacheable`,
- * `setCacheHeaders` and `routeConfigOf` are protected hooks.
+ * Caches the responses of GET and HEAD routes as a shared cache (RFC 9111): concurrent requests
+ * for one key run the handler once, stale responses are served while one refresh runs, and private
+ * or unstorable responses pass through. Bind it with `@UseInterceptors` or `APP_INTERCEPTOR`;
+ * customise it through the protected hooks. How it decides: docs/nestjs.md#how-the-interceptor-works.
  */
 @Injectable()
 export class HerdGuardInterceptor implements NestInterceptor {
