@@ -9,5 +9,10 @@ export const HERD_GUARD_SKIP = 'herd-guard:skip';
 export const HERD_GUARD_ENGINE = Symbol('herd-guard.engine');
 /** Injection token of what the module opened (engine, store), closed on shutdown. Internal. */
 export const HERD_GUARD_RESOURCES = Symbol('herd-guard.resources');
+/**
+ * Injection token of the module's default policy (`options.policy`, `undefined` when not set), which
+ * `@Cached` and `@CachedRoute` options are checked against at start. Internal.
+ */
+export const HERD_GUARD_DEFAULT_POLICY = Symbol('herd-guard.default-policy');
 /** Injection token of the hot-key tracker of one module instance (absent when `hotKeys: 0`). */
 export const HERD_GUARD_HOT_KEYS = Symbol('herd-guard.hot-keys');

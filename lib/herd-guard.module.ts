@@ -1,8 +1,13 @@
 import { type DynamicModule, Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { ConfigurationError } from './errors/configuration.error.js';
-import { CachedMethodsExplorer } from './decorators/cached.explorer.js';
-import { HERD_GUARD_ENGINE, HERD_GUARD_HOT_KEYS, HERD_GUARD_RESOURCES } from './herd-guard.constants.js';
+import { CachedMethodsExplorer } from './decorators/cached-methods.explorer.js';
+import {
+  HERD_GUARD_DEFAULT_POLICY,
+  HERD_GUARD_ENGINE,
+  HERD_GUARD_HOT_KEYS,
+  HERD_GUARD_RESOURCES,
+} from './herd-guard.constants.js';
 import { HerdGuardHealthIndicator } from './health/herd-guard.health.js';
 import {
   ConfigurableHerdGuardModule,
@@ -27,6 +32,11 @@ import { HerdGuardService } from './herd-guard.service.js';
     {
       provide: HERD_GUARD_ENGINE,
       useFactory: (resources: HerdGuardResources) => resources.engine,
+      inject: [HERD_GUARD_RESOURCES],
+    },
+    {
+      provide: HERD_GUARD_DEFAULT_POLICY,
+      useFactory: (resources: HerdGuardResources) => resources.options.policy,
       inject: [HERD_GUARD_RESOURCES],
     },
     {

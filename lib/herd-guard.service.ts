@@ -33,12 +33,43 @@ export class HerdGuardService {
     @Optional() @Inject(HERD_GUARD_HOT_KEYS) private readonly hotKeys?: HotKeyTracker,
   ) {}
 
-  /** The value of `key`, loaded with `loader` at most once across all concurrent callers. */
+  /**
+   * The value of `key`, loaded with `loader` at most once across all concurrent callers. A store
+   * that fails is reported (events, metrics) and read as empty, never thrown.
+   *
+   * @throws {InvalidKeyError} `key` is not a non-empty string of well-formed Unicode.
+   * @throws {ClosedError} The module has shut down.
+   * @throws {ConfigurationError} `loader` is not a function, an option is invalid (policy, tags,
+   *   timeout), or loaders read each other's keys in a cycle.
+   * @throws {LoaderFailedError} The loader failed (its error is the `cause`) and no stale value is
+   *   served instead. A herd-guard error the loader throws is passed on as it is.
+   * @throws {LoaderTimeoutError} The loader ran past `loaderHardTimeout`, with no stale value to serve.
+   * @throws {UpstreamUnavailableError} Another process held the key's lease past `waitTimeout`
+   *   (`onWaitTimeout: 'error'`), with no stale value to serve.
+   * @throws {WaitTimeoutError} `options.timeout` passed before a value arrived.
+   * @throws {WaitAbortedError} `options.signal` fired before a value arrived.
+   * @throws {SerializationError} The loaded value cannot be stored with the key's serializer.
+   */
   getOrLoad<T>(key: string, loader: HerdLoader<T>, options?: ReadOptions): Promise<T> {
     return this.engine.getOrLoad(key, toEngineLoader(loader), options);
   }
 
-  /** Like {@link getOrLoad}, with how the read was answered (`fresh`, `stale`, `miss`) and the entry's timing. */
+  /**
+   * Like {@link getOrLoad}, with how the read was answered (`fresh`, `stale`, `miss`) and the entry's timing.
+   *
+   * @throws {InvalidKeyError} `key` is not a non-empty string of well-formed Unicode.
+   * @throws {ClosedError} The module has shut down.
+   * @throws {ConfigurationError} `loader` is not a function, an option is invalid (policy, tags,
+   *   timeout), or loaders read each other's keys in a cycle.
+   * @throws {LoaderFailedError} The loader failed (its error is the `cause`) and no stale value is
+   *   served instead. A herd-guard error the loader throws is passed on as it is.
+   * @throws {LoaderTimeoutError} The loader ran past `loaderHardTimeout`, with no stale value to serve.
+   * @throws {UpstreamUnavailableError} Another process held the key's lease past `waitTimeout`
+   *   (`onWaitTimeout: 'error'`), with no stale value to serve.
+   * @throws {WaitTimeoutError} `options.timeout` passed before a value arrived.
+   * @throws {WaitAbortedError} `options.signal` fired before a value arrived.
+   * @throws {SerializationError} The loaded value cannot be stored with the key's serializer.
+   */
   read<T>(key: string, loader: HerdLoader<T>, options?: ReadOptions): Promise<ReadResult<T>> {
     return this.engine.read(key, toEngineLoader(loader), options);
   }
@@ -47,7 +78,7 @@ export class HerdGuardService {
    * {@link getOrLoad} as a cold Observable (each subscription reads). A fresh value or a load emits
    * once and completes. A stale value is emitted at once; when the background refresh lands with a
    * newer value, that value is emitted too; then it completes (after the stale value alone if the
-   * refresh failed or was not needed). Errors are the read's errors.
+   * refresh failed or was not needed). It errors with what {@link read} rejects with.
    */
   getOrLoad$<T>(key: string, loader: HerdLoader<T>, options?: ReadOptions): Observable<T> {
     return new Observable<T>((subscriber) => {
@@ -70,7 +101,13 @@ export class HerdGuardService {
     });
   }
 
-  /** The servable value of `key` without loading, or `undefined` when absent or past hard expiry. */
+  /**
+   * The servable value of `key` without loading, or `undefined` when absent or past hard expiry
+   * (or when the store fails: that is reported, not thrown).
+   *
+   * @throws {InvalidKeyError} `key` is not a non-empty string of well-formed Unicode.
+   * @throws {ClosedError} The module has shut down.
+   */
   peek<T>(key: string): Promise<ReadResult<T> | undefined> {
     return this.engine.peek<T>(key);
   }
@@ -79,6 +116,12 @@ export class HerdGuardService {
    * Stores `value` as the key's current value (write-through after an update): it wins over every
    * earlier write and every load already running, and values derived from the key go stale.
    * `null`/`undefined` store "not found".
+   *
+   * @throws {InvalidKeyError} `key` is not a non-empty string of well-formed Unicode.
+   * @throws {ClosedError} The module has shut down.
+   * @throws {ConfigurationError} The policy or a tag is invalid.
+   * @throws {SerializationError} `value` cannot be stored with the key's serializer.
+   * @throws {StoreError} The store failed the write (or the invalidation of values derived from the key).
    */
   set<T>(key: string, value: T, options?: WriteOptions): Promise<void> {
     return this.engine.set(key, value, options);
@@ -89,22 +132,42 @@ export class HerdGuardService {
    * (no herd, unlike {@link delete}). Loads of the key already running (on any pod) are fenced, and
    * values derived from the key (a route over a `@Cached` method) go stale too. Resolves whether the
    * key held a value; either way, nothing loaded before the call is served as fresh after it.
+   *
+   * @throws {InvalidKeyError} `key` is not a non-empty string of well-formed Unicode.
+   * @throws {ClosedError} The module has shut down.
+   * @throws {StoreError} The store failed the invalidation (of the key or of a value derived from it).
    */
   expire(key: string): Promise<boolean> {
     return this.engine.expire(key);
   }
 
-  /** Removes `key`: the next read waits for a (coalesced) load. Prefer {@link expire} for hot keys. */
+  /**
+   * Removes `key`: the next read waits for a (coalesced) load. Prefer {@link expire} for hot keys.
+   *
+   * @throws {InvalidKeyError} `key` is not a non-empty string of well-formed Unicode.
+   * @throws {ClosedError} The module has shut down.
+   * @throws {StoreError} The store failed the deletion (of the key or of a value derived from it).
+   */
   delete(key: string): Promise<void> {
     return this.engine.delete(key);
   }
 
-  /** Marks every key stored with `tag` stale, so each refreshes once on its next read. Returns how many. */
+  /**
+   * Marks every key stored with `tag` stale, so each refreshes once on its next read. Returns how many.
+   *
+   * @throws {ConfigurationError} `tag` is not a non-empty string of well-formed Unicode.
+   * @throws {StoreError} The store failed to list or invalidate the keys.
+   */
   expireTag(tag: string): Promise<number> {
     return this.engine.expireTag(tag);
   }
 
-  /** Deletes every key stored with `tag`. Returns how many keys carried the tag. */
+  /**
+   * Deletes every key stored with `tag`. Returns how many keys carried the tag.
+   *
+   * @throws {ConfigurationError} `tag` is not a non-empty string of well-formed Unicode.
+   * @throws {StoreError} The store failed to list or delete the keys.
+   */
   deleteTag(tag: string): Promise<number> {
     return this.engine.deleteTag(tag);
   }
@@ -112,6 +175,16 @@ export class HerdGuardService {
   /**
    * Loads `key` now, even if a fresh value is cached (prefetch ahead of expiry), still coalesced
    * and leased. Rejects when the load fails and nothing servable is cached.
+   *
+   * @throws {InvalidKeyError} `key` is not a non-empty string of well-formed Unicode.
+   * @throws {ClosedError} The module has shut down.
+   * @throws {ConfigurationError} `loader` is not a function, or the policy or a tag is invalid.
+   * @throws {LoaderFailedError} The loader failed (its error is the `cause`). A herd-guard error the
+   *   loader throws is passed on as it is.
+   * @throws {LoaderTimeoutError} The loader ran past `loaderHardTimeout`.
+   * @throws {UpstreamUnavailableError} Another process held the key's lease past `waitTimeout`
+   *   (`onWaitTimeout: 'error'`).
+   * @throws {SerializationError} The loaded value cannot be stored with the key's serializer.
    */
   refresh<T>(key: string, loader: HerdLoader<T>, options?: WriteOptions): Promise<ReadResult<T>> {
     return this.engine.refresh(key, toEngineLoader(loader), options);
@@ -119,7 +192,10 @@ export class HerdGuardService {
 
   /**
    * Loads many keys ahead of traffic, `concurrency` at a time (default 4), with {@link refresh}.
-   * A key that fails is reported in `failed` and does not stop the others.
+   * A key that fails is reported in `failed` (with the error {@link refresh} would reject with) and
+   * does not stop the others.
+   *
+   * @throws {ConfigurationError} `concurrency` is not a positive integer.
    */
   async warm(entries: Iterable<WarmEntry>, options: WarmOptions = {}): Promise<WarmReport> {
     const concurrency = options.concurrency ?? 4;

@@ -80,7 +80,7 @@ export { cacheHeaders } from './interceptors/cache-headers.js';
 export type { CacheHeaders } from './interceptors/cache-headers.js';
 export { CACHEABLE_STATUSES } from './interceptors/cached-response.js';
 export type { CachedResponse } from './interceptors/cached-response.js';
-export type { RouteConfig } from './interceptors/route-config.js';
+export type { RouteConfig } from './metadata/route-config.js';
 export { methodCacheKey } from './keys/method-key.js';
 export { routeCacheKey } from './keys/route-key.js';
 export type { RouteKeyParts } from './keys/route-key.js';

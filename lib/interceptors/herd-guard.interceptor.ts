@@ -19,39 +19,41 @@ import { HERD_GUARD_ROUTE, HERD_GUARD_SKIP } from '../herd-guard.constants.js';
 import { HerdGuardService } from '../herd-guard.service.js';
 import type { CachedRouteOptions } from '../interfaces/cached-route-options.interface.js';
 import { routeCacheKey } from '../keys/route-key.js';
+import { type RouteConfig, routeConfig } from '../metadata/route-config.js';
 import { cacheHeaders } from './cache-headers.js';
 import { CACHEABLE_STATUSES, type CachedResponse, forbidsStoring } from './cached-response.js';
 import { HeadFences } from './head-fences.js';
+import { HttpRequest } from './http-request.js';
 import { HttpResponse } from './http-response.js';
+import { RequestRead } from './request-read.js';
 import { type HandlerOutput, ResponseExchange } from './response-exchange.js';
 import { ResponseHead } from './response-head.js';
-import { type RouteConfig, routeConfig } from './route-config.js';
 import { type RouteHandler, describeRouteHandler, finalStatus, isStreamBody } from './route-handler.js';
 import { UncacheableResponse } from './uncacheable-response.js';
 import { mergeVary, varyNames } from './vary.js';
 
-/** What a run's response must agree with to be stored under its key. */
-interface StoreConditions {
+/** A request's cache key and what it was built with. */
+interface KeyedRequest {
+  /** `undefined`: the request passes through uncached. */
+  readonly key: string | undefined;
+  readonly scope: string | undefined;
+  /** The request headers the key includes, lower case. */
+  readonly vary: readonly string[];
+  readonly response: HttpResponse;
+}
+
+/** One run of the handler as its key's loader, and what its response must agree with to be stored. */
+interface HandlerRun {
   readonly key: string;
   /** The route is scoped: its entries belong to one user, and `Cache-Control: private` is allowed. */
   readonly scoped: boolean;
   /** The request headers the key includes, lower case. */
   readonly vary: readonly string[];
-  /** The head of the response of the request the run is for, as it goes out (`undefined` off Node.js). */
+  /** The response of the request the run is for. */
+  readonly exchange: ResponseExchange;
+  /** Its head as it goes out (`undefined` off Node.js). */
   readonly head: ResponseHead | undefined;
 }
-
-/** Set on a request once an interceptor caches it, so a second binding (route + global) passes through. */
-const HANDLED = Symbol('herd-guard.handled');
-/** Answer of a request that joined a run whose response was not for sharing: it runs its own handler. */
-const RUN_OWN_HANDLER = Symbol('herd-guard.run-own-handler');
-
-type HttpRequest = {
-  method?: string;
-  url?: string;
-  headers?: Record<string, string | string[] | undefined>;
-  [HANDLED]?: true;
-};
 
 /** Per handler, read once: its identity in keys and whether it may be cached at all. */
 interface HandlerState extends RouteHandler {
@@ -69,28 +71,10 @@ interface HandlerState extends RouteHandler {
 }
 
 /**
- * Caches the responses of GET (and HEAD) routes with herd-guard: concurrent requests for one key
- * run the handler once, stale responses are served while one refresh runs, and the response
- * carries `X-Cache`, `Age` and `Cache-Control`.
- *
- * Safe by default (RFC 9111 §3.5 and §4, as a shared cache):
- * - requests with `Authorization` or `Cookie` pass through uncached unless the route has a `scope`
- *   (per-user entries, `Cache-Control: private`) or `shareAcrossUsers: true`;
- * - the key names the host (the `Host` header, port included; requests without one pass through),
- *   the handler (controller, method, version), the path, the query as sent, and the request
- *   headers the response varies by (the route's `vary` and the handler's `Vary` response header);
- * - a response is stored only with a status in {@link CACHEABLE_STATUSES} (a `@Redirect()`'s
- *   included), without `Set-Cookie` (even one added as the response is sent), without `Vary: *`,
- *   and without a `Cache-Control` of `no-store`, `no-cache`, (unscoped) `private` or a zero shared
- *   lifetime, which is sent as written. The status and every header the handler set about the body
- *   are replayed;
- * - SSE routes, `@Res()` handlers, streams and other methods pass through untouched.
- *
- * A `null`/`undefined` body is cached as "not found" for `negativeTtl`. Handler errors are never
- * cached and reach the client unchanged (a `NotFoundException` stays a 404); a loader timeout
- * answers 504. Bind it with `@UseInterceptors(HerdGuardInterceptor)` or as `APP_INTERCEPTOR`.
- * Customise by extending it: `trackBy`, `scopeKey`, `hasCredentials`, `isRequestCacheable`,
- * `setCacheHeaders` and `routeConfigOf` are protected hooks.
+ * Caches the responses of GET and HEAD routes as a shared cache (RFC 9111): concurrent requests
+ * for one key run the handler once, stale responses are served while one refresh runs, and private
+ * or unstorable responses pass through. Bind it with `@UseInterceptors` or `APP_INTERCEPTOR`;
+ * customise it through the protected hooks. How it decides: docs/nestjs.md#how-the-interceptor-works.
  */
 @Injectable()
 export class HerdGuardInterceptor implements NestInterceptor {
@@ -108,8 +92,8 @@ export class HerdGuardInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> | Promise<Observable<unknown>> {
     // Check: only GET/HEAD requests of handlers whose responses can be replayed, each request once.
     if (!this.isRequestCacheable(context)) return next.handle();
-    const request = context.switchToHttp().getRequest<HttpRequest>();
-    if (request[HANDLED] === true) return next.handle();
+    const request = this.#request(context);
+    if (request.handled) return next.handle();
     // Key: handler, host, path, sorted query (+ vary headers, + scope). Hooks may answer asynchronously.
     const scope = this.scopeKey(context);
     if (scope instanceof Promise) {
@@ -129,13 +113,14 @@ export class HerdGuardInterceptor implements NestInterceptor {
       return next.handle();
     }
     // The request headers the key includes; `Vary: *` set before the handler (a middleware) means none would do.
-    const vary = this.#varyOf(context);
+    const response = this.#response(context);
+    const vary = this.#varyOf(context, response);
     if (vary.includes('*')) return next.handle();
     const key = this.trackBy(context, scope);
     if (key instanceof Promise) {
-      return key.then((resolved) => this.#cached(context, next, request, { scope, key: resolved, vary }));
+      return key.then((resolved) => this.#cached(context, next, request, { key: resolved, scope, vary, response }));
     }
-    return this.#cached(context, next, request, { scope, key, vary });
+    return this.#cached(context, next, request, { key, scope, vary, response });
   }
 
   /** Read: fresh, stale (one background refresh) or one coalesced run of the handler. */
@@ -143,31 +128,29 @@ export class HerdGuardInterceptor implements NestInterceptor {
     context: ExecutionContext,
     next: CallHandler,
     request: HttpRequest,
-    { scope, key, vary }: { scope: string | undefined; key: string | undefined; vary: readonly string[] },
+    { key, scope, vary, response }: KeyedRequest,
   ): Observable<unknown> {
     if (key === undefined) return next.handle();
-    const exchange = new ResponseExchange(this.#response(context));
+    const exchange = new ResponseExchange(response);
     const scoped = scope !== undefined;
     // A Cache-Control set before the handler runs (`@Header`, a middleware) may forbid storing already.
     if (forbidsStoring(exchange.preparedCacheControl, scoped)) return next.handle();
-    request[HANDLED] = true;
+    request.markHandled();
     // A Set-Cookie added as the response goes out makes it private, and keeps its run out of the cache.
-    const head = ResponseHead.watch(exchange.response.node);
+    const head = ResponseHead.watch(response.node);
     const route = this.routeConfigOf(context);
     const tags = typeof route.tags === 'function' ? route.tags(context) : route.tags;
-    // Set when this request's own handler runs (not when it joined another request's run).
-    let ranHere = false;
-    // This request's own response, when its handler produced one that is not for sharing.
-    let own: UncacheableResponse | undefined;
+    const read = new RequestRead();
     const load = (loading: LoadContext<unknown>): Observable<CachedResponse | null> => {
-      ranHere = true;
-      return this.#load(context, next, exchange, { scoped, vary, key, head }, loading.stale).pipe(
-        tap({ error: (error: unknown) => (own = error instanceof UncacheableResponse ? error : undefined) }),
+      read.handlerStarted();
+      return this.#load(context, next, { key, scoped, vary, exchange, head }, loading.stale).pipe(
+        tap({ error: (error: unknown) => read.handlerFailed(error) }),
       );
     };
     const answer = this.herd.read(key, load, { policy: route.policy, tags }).then(
       (result) => {
         // The engine served the others a stale entry (fail-safe); this request keeps what its handler sent.
+        const own = read.own;
         if (own !== undefined && !own.failure) return own.body;
         const reply = (): unknown => {
           const body = exchange.replay(result.value);
@@ -175,17 +158,17 @@ export class HerdGuardInterceptor implements NestInterceptor {
           return body;
         };
         // Another request's run whose head is still going out may yet prove private: wait for its verdict.
-        const fence = ranHere ? undefined : this.#fences.verdict(key);
-        return fence === undefined ? reply() : fence.then((servable) => (servable ? reply() : RUN_OWN_HANDLER));
+        const fence = read.ranHere ? undefined : this.#fences.verdict(key);
+        return fence === undefined ? reply() : fence.then((servable) => (servable ? reply() : read.runOwnHandler()));
       },
       (error: unknown): unknown => {
         const cause = error instanceof LoaderFailedError ? error.cause : error;
-        if (cause instanceof UncacheableResponse) return ranHere ? cause.body : RUN_OWN_HANDLER;
+        if (cause instanceof UncacheableResponse) return read.ranHere ? cause.body : read.runOwnHandler();
         // The handler's own error (HttpException included), as if no interceptor were there.
         throw httpErrorFor(cause);
       },
     );
-    return from(answer).pipe(mergeMap((body) => (body === RUN_OWN_HANDLER ? next.handle() : of(body))));
+    return from(answer).pipe(mergeMap((body) => (read.runsOwnHandler ? next.handle() : of(body))));
   }
 
   /**
@@ -196,10 +179,10 @@ export class HerdGuardInterceptor implements NestInterceptor {
   #load(
     context: ExecutionContext,
     next: CallHandler,
-    exchange: ResponseExchange,
-    keyed: StoreConditions,
+    run: HandlerRun,
     refreshing: unknown,
   ): Observable<CachedResponse | null> {
+    const { exchange } = run;
     return from(exchange.beforeRun(refreshing)).pipe(
       mergeMap((baseline) =>
         next.handle().pipe(
@@ -214,8 +197,8 @@ export class HerdGuardInterceptor implements NestInterceptor {
               throw new UncacheableResponse(body, output.status, 'a stream');
             }
             if (output.sentByHandler) throw new UncacheableResponse(body, output.status, 'sent by the handler');
-            const stored = this.#toStored(body, output, exchange, keyed, handler);
-            this.#fenceOnHead(keyed, handler, () => new UncacheableResponse(body, output.status, 'Set-Cookie'));
+            const stored = this.#toStored(body, output, run, handler);
+            this.#fenceOnHead(run, handler, () => new UncacheableResponse(body, output.status, 'Set-Cookie'));
             return stored;
           }),
         ),
@@ -230,7 +213,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
    * the head carries a cookie, deleted, and the handler is not cached by this process any more (a
    * session middleware sets cookies on its responses).
    */
-  #fenceOnHead({ key, head }: StoreConditions, handler: HandlerState, uncacheable: () => UncacheableResponse): void {
+  #fenceOnHead({ key, head }: HandlerRun, handler: HandlerState, uncacheable: () => UncacheableResponse): void {
     if (head === undefined) return;
     if (head.isWritten) {
       if (head.setCookie) throw uncacheable();
@@ -247,8 +230,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
   #toStored(
     body: unknown,
     { status, headers }: HandlerOutput,
-    exchange: ResponseExchange,
-    { scoped, vary }: StoreConditions,
+    { exchange, scoped, vary }: HandlerRun,
     handler: HandlerState,
   ): CachedResponse | null {
     if (!CACHEABLE_STATUSES.has(status)) throw new UncacheableResponse(body, status, `status ${status}`);
@@ -280,7 +262,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
    */
   protected isRequestCacheable(context: ExecutionContext): boolean {
     if (context.getType() !== 'http') return false;
-    const method = this.#methodOf(context.switchToHttp().getRequest<HttpRequest>());
+    const { method } = this.#request(context);
     if (method !== 'GET' && method !== 'HEAD') return false;
     return this.#handlerOf(context).cacheable;
   }
@@ -290,8 +272,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
    * per user (`scope`) or on routes with `shareAcrossUsers`. Override to ignore, say, a consent cookie.
    */
   protected hasCredentials(context: ExecutionContext): boolean {
-    const request = context.switchToHttp().getRequest<HttpRequest>();
-    return Boolean(headerValue(request, 'authorization')) || Boolean(headerValue(request, 'cookie'));
+    return this.#request(context).hasCredentials;
   }
 
   /**
@@ -305,18 +286,18 @@ export class HerdGuardInterceptor implements NestInterceptor {
     context: ExecutionContext,
     scope: string | undefined,
   ): string | undefined | Promise<string | undefined> {
-    const request = context.switchToHttp().getRequest<HttpRequest>();
-    const host = this.#hostOf(request);
+    const request = this.#request(context);
+    const { host } = request;
     // Without a Host (HTTP/1.0) the URL alone does not say which site was asked for.
     if (host === undefined) return undefined;
     const route = this.routeConfigOf(context);
     const vary: Record<string, string | undefined> = {};
-    for (const name of this.#varyOf(context)) vary[name] = headerValue(request, name);
+    for (const name of this.#varyOf(context, this.#response(context))) vary[name] = request.header(name);
     return routeCacheKey({
-      method: this.#methodOf(request),
+      method: request.method,
       handler: this.#handlerOf(context).id,
       host,
-      url: this.#urlOf(request),
+      url: request.url,
       ignoreQuery: route.ignoreQuery,
       vary,
       scope,
@@ -397,9 +378,9 @@ export class HerdGuardInterceptor implements NestInterceptor {
    * set before the handler ran (`@Header`, CORS or another middleware) and those the handler's
    * responses named before ({@link HandlerState.varies}). `*` among them: nothing may be stored.
    */
-  #varyOf(context: ExecutionContext): string[] {
+  #varyOf(context: ExecutionContext, response: HttpResponse): string[] {
     const names = new Set(this.routeConfigOf(context).vary);
-    for (const name of varyNames(this.#response(context).header('vary'))) names.add(name);
+    for (const name of varyNames(response.header('vary'))) names.add(name);
     for (const name of this.#handlerOf(context).varies) names.add(name);
     return [...names];
   }
@@ -408,36 +389,8 @@ export class HerdGuardInterceptor implements NestInterceptor {
     return new HttpResponse(context.switchToHttp().getResponse<unknown>(), this.httpAdapterHost?.httpAdapter);
   }
 
-  #methodOf(request: HttpRequest): string {
-    const adapter = this.httpAdapterHost?.httpAdapter;
-    return String(adapter === undefined ? request.method : adapter.getRequestMethod(request)).toUpperCase();
-  }
-
-  #urlOf(request: HttpRequest): string {
-    const adapter = this.httpAdapterHost?.httpAdapter;
-    return String(adapter === undefined ? request.url : adapter.getRequestUrl(request));
-  }
-
-  /**
-   * The host the request was sent to, for the key: its `Host` (`:authority` in HTTP/2) as sent,
-   * port included, and the host name Nest routes by when that differs (`X-Forwarded-Host` behind
-   * a trusted proxy). `undefined` when there is no Host, or one no client would send (not a
-   * host[:port]): such requests are not cached.
-   */
-  #hostOf(request: HttpRequest): string | undefined {
-    const host = headerValue(request, 'host') ?? headerValue(request, ':authority');
-    if (host === undefined || !HOST.test(host)) return undefined;
-    // Nest routes by another name than the Host only behind a proxy that forwards one.
-    if (headerValue(request, 'x-forwarded-host') === undefined && headerValue(request, 'forwarded') === undefined) {
-      return host;
-    }
-    const adapter = this.httpAdapterHost?.httpAdapter;
-    const routed: unknown = adapter?.getRequestHostname(request);
-    if (typeof routed !== 'string' || routed === '' || routed.toLowerCase() === hostName(host).toLowerCase()) {
-      return host;
-    }
-    // A space never occurs in a valid Host, so the two names cannot run into each other.
-    return `${host} ${routed}`;
+  #request(context: ExecutionContext): HttpRequest {
+    return HttpRequest.of(context.switchToHttp().getRequest<unknown>(), this.httpAdapterHost?.httpAdapter);
   }
 }
 
@@ -459,21 +412,6 @@ function scopeOf(context: ExecutionContext, scope: unknown): string | undefined 
     `@CachedRoute(${context.getClass().name}.${context.getHandler().name})`,
     'a scope hook must return the id of the user or tenant (a string), or undefined for a shared response',
   );
-}
-
-/** A Host header value: a host (RFC 3986 reg-name or IP literal) and an optional port. */
-const HOST = /^[A-Za-z0-9\-._~%!$&'()*+,;=:[\]]+$/;
-
-/** The host part of a Host header value, without its port. */
-function hostName(host: string): string {
-  const from = host.startsWith('[') ? host.indexOf(']') + 1 : 0;
-  const colon = host.indexOf(':', from);
-  return colon === -1 ? host : host.slice(0, colon);
-}
-
-function headerValue(request: HttpRequest, name: string): string | undefined {
-  const value = request.headers?.[name];
-  return Array.isArray(value) ? value.join(', ') : value;
 }
 
 /** A herd-guard timeout as the HTTP error it is (504, or 503 while another pod loads); other errors unchanged. */

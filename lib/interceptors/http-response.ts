@@ -24,7 +24,7 @@ type NodeResponse = {
  */
 export class HttpResponse {
   constructor(
-    readonly raw: unknown,
+    private readonly raw: unknown,
     private readonly adapter: AbstractHttpAdapter | undefined,
   ) {}
 
@@ -86,9 +86,5 @@ export class HttpResponse {
 
   setHeader(name: string, value: string): void {
     this.adapter?.setHeader(this.raw, name, value);
-  }
-
-  appendHeader(name: string, value: string): void {
-    this.adapter?.appendHeader(this.raw, name, value);
   }
 }

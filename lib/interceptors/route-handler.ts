@@ -1,5 +1,5 @@
 import { StreamableFile } from '@nestjs/common';
-import { designReturnType, isClassOrSubclass, readMetadata } from '../decorators/design-metadata.js';
+import { designReturnType, isClassOrSubclass, readMetadata } from '../metadata/design-metadata.js';
 
 // Nest's own metadata keys (`@nestjs/common` constants, unchanged since Nest 8), read without
 // importing Nest internals.

@@ -9,7 +9,7 @@ export class UncacheableResponse extends Error {
   constructor(
     readonly body: unknown,
     readonly status: number,
-    readonly reason: string,
+    reason: string,
   ) {
     super(`Response not stored: ${reason}`);
     this.name = 'UncacheableResponse';

@@ -4,29 +4,21 @@ import { Observable, defer } from 'rxjs';
 import { type CachePolicy, resolvePolicy } from '../core/policy.js';
 import { ConfigurationError } from '../errors/configuration.error.js';
 import { LoaderFailedError } from '../errors/loader-failed.error.js';
-import { HERD_GUARD_CACHED, HERD_GUARD_RESOURCES, HERD_GUARD_ROUTE } from '../herd-guard.constants.js';
-import type { HerdGuardResources } from '../herd-guard.resources.js';
+import { HERD_GUARD_CACHED, HERD_GUARD_DEFAULT_POLICY, HERD_GUARD_ROUTE } from '../herd-guard.constants.js';
 import { HerdGuardService } from '../herd-guard.service.js';
 import type { CachedOptions } from '../interfaces/cached-options.interface.js';
 import type { CachedRouteOptions } from '../interfaces/cached-route-options.interface.js';
-import { functionOption, routeConfig, tagsOption } from '../interceptors/route-config.js';
 import { methodCacheKey } from '../keys/method-key.js';
-import { designReturnType, isClassOrSubclass } from './design-metadata.js';
+import { designReturnType, isClassOrSubclass } from '../metadata/design-metadata.js';
+import { functionOption, tagsOption } from '../metadata/option-fields.js';
+import { routeConfig } from '../metadata/route-config.js';
+import { KeyPrefixes, type ProviderName, assertClassNameUsable, providerName } from './key-prefixes.js';
 
 type Method = (...args: unknown[]) => unknown;
 type InstanceWrapper = ReturnType<DiscoveryService['getProviders']>[number];
 
 /** Marks a method wrapper, so a provider reachable twice (aliases, a second module) is wrapped once. */
 const WRAPPED = Symbol('herd-guard.wrapped');
-
-/** Which provider took a key prefix, so a second one fails the bootstrap instead of sharing its entries. */
-interface PrefixOwner {
-  readonly instance: object;
-  readonly provider: string;
-}
-
-/** A name shorter than this, taken from a class, is what minifiers produce: not an identity to key by. */
-const MIN_CLASS_NAME_LENGTH = 3;
 
 interface MethodPlan {
   /** What default keys start with: `keyPrefix`, or `<provider name>.<method>`. */
@@ -39,15 +31,10 @@ interface MethodPlan {
 }
 
 /**
- * At module init, wraps every `@Cached` method of this application's singleton providers with
- * this module's {@link HerdGuardService}, and checks every `@Cached` and `@CachedRoute` option
- * (a bad one fails the bootstrap). The wrapper is an own property of the instance: the class and
- * other applications in the process are untouched.
- *
- * Default keys start with `<provider name>.<method>`: the provider's token when it is a string or
- * a symbol (`provide: 'EU_USERS'`), else its class name. Two providers that would share a prefix
- * (two classes with one name, one class provided twice) fail the bootstrap, and so does a class
- * name a minifier produced; `keyPrefix` or `key` resolves both.
+ * At module init, wraps the `@Cached` methods of this application's singleton providers with this
+ * module's {@link HerdGuardService} (an own property of each instance: the class is untouched), and
+ * checks every `@Cached` and `@CachedRoute` option, so a bad one fails the bootstrap. Default keys
+ * and their prefixes: docs/nestjs.md#how-cached-works.
  */
 @Injectable()
 export class CachedMethodsExplorer implements OnModuleInit {
@@ -58,11 +45,11 @@ export class CachedMethodsExplorer implements OnModuleInit {
     private readonly scanner: MetadataScanner,
     private readonly reflector: Reflector,
     private readonly herd: HerdGuardService,
-    @Inject(HERD_GUARD_RESOURCES) private readonly resources: HerdGuardResources,
+    @Inject(HERD_GUARD_DEFAULT_POLICY) private readonly defaultPolicy: CachePolicy | undefined,
   ) {}
 
   onModuleInit(): void {
-    const prefixes = new Map<string, PrefixOwner>();
+    const prefixes = new KeyPrefixes();
     // Class providers first: an instance also reachable through an alias token is named by its class.
     const providers = this.discovery.getProviders();
     const ordered = [
@@ -73,7 +60,7 @@ export class CachedMethodsExplorer implements OnModuleInit {
     for (const wrapper of this.discovery.getControllers()) this.#checkRoutes(wrapper);
   }
 
-  #wrapProvider(wrapper: InstanceWrapper, prefixes: Map<string, PrefixOwner>): void {
+  #wrapProvider(wrapper: InstanceWrapper, prefixes: KeyPrefixes): void {
     const instance: unknown = wrapper.instance;
     if (typeof instance !== 'object' || instance === null) return;
     const prototype = Object.getPrototypeOf(instance) as object | null;
@@ -89,11 +76,19 @@ export class CachedMethodsExplorer implements OnModuleInit {
       );
       return;
     }
-    const provider = providerName(wrapper, className);
+    const provider = providerName(wrapper.token, className);
     for (const name of methods) {
       const plan = this.#plan(prototype, className, name, provider);
       // An explicit key is the user's to keep unique; default keys must name one provider.
-      if (plan.key === undefined) claimPrefix(prefixes, plan.keyPrefix, instance as object, wrapper, provider, name);
+      if (plan.key === undefined) {
+        prefixes.claim({
+          prefix: plan.keyPrefix,
+          instance: instance as object,
+          provider,
+          module: wrapper.host?.name,
+          method: name,
+        });
+      }
       this.#wrap(instance as Record<string, unknown>, name, plan);
     }
   }
@@ -108,7 +103,7 @@ export class CachedMethodsExplorer implements OnModuleInit {
   #plan(prototype: object, className: string, name: string, provider: ProviderName): MethodPlan {
     const field = `@Cached(${className}.${name})`;
     const { key, keyPrefix, tags, ...policy } = this.#cachedOptions(prototype, name) ?? {};
-    resolvePolicy(policy, this.resources.options.policy, field);
+    resolvePolicy(policy, this.defaultPolicy, field);
     const original = (prototype as Record<string, Method>)[name];
     if (keyPrefix !== undefined && (typeof keyPrefix !== 'string' || keyPrefix.length === 0)) {
       throw new ConfigurationError(`${field}.keyPrefix`, 'expected a non-empty string');
@@ -175,58 +170,9 @@ export class CachedMethodsExplorer implements OnModuleInit {
       if (controllerOptions === undefined && handlerOptions === undefined) continue;
       const field = `@CachedRoute(${controller.name}.${name})`;
       const { policy } = routeConfig(controllerOptions, handlerOptions, field);
-      resolvePolicy(policy, this.resources.options.policy, field);
+      resolvePolicy(policy, this.defaultPolicy, field);
     }
   }
-}
-
-/** The name default keys start with, and whether it comes from a class (which a minifier may rename). */
-interface ProviderName {
-  readonly name: string;
-  readonly fromClass: boolean;
-}
-
-/** The provider's token when the app named it (a string or a symbol), else the instance's class name. */
-function providerName(wrapper: InstanceWrapper, className: string): ProviderName {
-  const token: unknown = wrapper.token;
-  if (typeof token === 'string' && token.length > 0) return { name: token, fromClass: false };
-  if (typeof token === 'symbol' && token.description !== undefined && token.description.length > 0) {
-    return { name: token.description, fromClass: false };
-  }
-  return { name: className, fromClass: true };
-}
-
-/** A class name herd-guard may key by: present, and not as short as what minifiers produce. */
-function assertClassNameUsable(name: string, field: string): void {
-  if (name.length >= MIN_CLASS_NAME_LENGTH) return;
-  throw new ConfigurationError(
-    field,
-    `the class name ${JSON.stringify(name)} looks minified (or is missing), so default keys could mean another ` +
-      'class after the next build; set keyPrefix (or key), or keep class names when minifying',
-  );
-}
-
-/** Records that `instance` uses `prefix`; another provider with it would read this one's entries. */
-function claimPrefix(
-  prefixes: Map<string, PrefixOwner>,
-  prefix: string,
-  instance: object,
-  wrapper: InstanceWrapper,
-  provider: ProviderName,
-  method: string,
-): void {
-  const owner = prefixes.get(prefix);
-  const described = `${provider.name} in ${wrapper.host?.name ?? 'an unnamed module'}`;
-  if (owner === undefined) {
-    prefixes.set(prefix, { instance, provider: described });
-    return;
-  }
-  if (owner.instance === instance) return;
-  throw new ConfigurationError(
-    `@Cached(${instance.constructor.name}.${method})`,
-    `${owner.provider} and ${described} would share the cache keys ${prefix}(…); set keyPrefix on one of them, ` +
-      `or give each instance its own provider token (provide: 'EU_USERS'), or a key built from \`this\``,
-  );
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { CachePolicy } from '../core/policy.js';
 import { ConfigurationError } from '../errors/configuration.error.js';
 import type { CachedRouteOptions } from '../interfaces/cached-route-options.interface.js';
+import { assertOptionsObject, functionOption, stringList, tagsOption } from './option-fields.js';
 
 /** The `@CachedRoute` options of one handler (laid over its controller's), checked and split. */
 export interface RouteConfig {
@@ -41,37 +42,4 @@ export function routeConfig(
     scope: functionOption(scope, `${field}.scope`),
     shareAcrossUsers: shareAcrossUsers === true,
   };
-}
-
-/** Checks a `tags` option: a list of non-empty strings or a function returning one. */
-export function tagsOption<F extends (...args: never[]) => readonly string[]>(
-  tags: readonly string[] | F | undefined,
-  field: string,
-): readonly string[] | F | undefined {
-  if (tags === undefined || typeof tags === 'function') return tags;
-  return stringList(tags, field);
-}
-
-export function functionOption<F extends (...args: never[]) => unknown>(
-  value: F | undefined,
-  field: string,
-): F | undefined {
-  if (value !== undefined && typeof value !== 'function') {
-    throw new ConfigurationError(field, `expected a function, received ${typeof value}`);
-  }
-  return value;
-}
-
-function assertOptionsObject(options: unknown, field: string): void {
-  if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) {
-    throw new ConfigurationError(field, 'expected an options object');
-  }
-}
-
-function stringList(value: unknown, field: string): string[] {
-  if (value === undefined) return [];
-  if (!Array.isArray(value) || !value.every((item) => typeof item === 'string' && item.length > 0)) {
-    throw new ConfigurationError(field, 'expected an array of non-empty strings');
-  }
-  return [...(value as string[])];
 }

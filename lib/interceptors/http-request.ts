@@ -1,0 +1,96 @@
+import type { AbstractHttpAdapter } from '@nestjs/core';
+
+/** One reading per request, however many hooks and interceptors look at it. */
+const READ = Symbol('herd-guard.request');
+
+/** The platform request (Express `Request`, Fastify `FastifyRequest`), as herd-guard reads it. */
+type PlatformRequest = {
+  method?: string;
+  url?: string;
+  headers?: Record<string, string | string[] | undefined>;
+  [READ]?: HttpRequest;
+};
+
+/** A Host header value: a host (RFC 3986 reg-name or IP literal) and an optional port. */
+const HOST = /^[A-Za-z0-9\-._~%!$&'()*+,;=:[\]]+$/;
+
+/**
+ * Method, URL, host and headers of one request, through Nest's HTTP adapter when there is one
+ * (Express and Fastify alike), else through the fields both platforms share.
+ */
+export class HttpRequest {
+  /** Read on first use: the method is asked for before anything else, and again for the key. */
+  #method: string | undefined;
+  /** Set by {@link markHandled}, never unset. */
+  #handled = false;
+
+  private constructor(
+    private readonly raw: PlatformRequest,
+    private readonly adapter: AbstractHttpAdapter | undefined,
+  ) {}
+
+  /** The reading of the platform request `raw`, made on first use and kept on the request. */
+  static of(raw: unknown, adapter: AbstractHttpAdapter | undefined): HttpRequest {
+    const request = raw as PlatformRequest;
+    return (request[READ] ??= new HttpRequest(request, adapter));
+  }
+
+  /** Upper case (`GET`). */
+  get method(): string {
+    this.#method ??= String(
+      this.adapter === undefined ? this.raw.method : this.adapter.getRequestMethod(this.raw),
+    ).toUpperCase();
+    return this.#method;
+  }
+
+  /** The URL as sent: path and query. */
+  get url(): string {
+    return String(this.adapter === undefined ? this.raw.url : this.adapter.getRequestUrl(this.raw));
+  }
+
+  /**
+   * The host the request was sent to, for the key: its `Host` (`:authority` in HTTP/2) as sent,
+   * port included, and the host name Nest routes by when that differs (`X-Forwarded-Host` behind
+   * a trusted proxy). `undefined` when there is no Host, or one no client would send (not a
+   * host[:port]): such requests are not cached.
+   */
+  get host(): string | undefined {
+    const host = this.header('host') ?? this.header(':authority');
+    if (host === undefined || !HOST.test(host)) return undefined;
+    // Nest routes by another name than the Host only behind a proxy that forwards one.
+    if (this.header('x-forwarded-host') === undefined && this.header('forwarded') === undefined) return host;
+    const routed: unknown = this.adapter?.getRequestHostname(this.raw);
+    if (typeof routed !== 'string' || routed === '' || routed.toLowerCase() === hostName(host).toLowerCase()) {
+      return host;
+    }
+    // A space never occurs in a valid Host, so the two names cannot run into each other.
+    return `${host} ${routed}`;
+  }
+
+  /** Whether the request carries credentials: an `Authorization` or a `Cookie` header. */
+  get hasCredentials(): boolean {
+    return Boolean(this.header('authorization')) || Boolean(this.header('cookie'));
+  }
+
+  /** A header's value (several values joined with `, `) by lower-case name, or `undefined` when absent. */
+  header(name: string): string | undefined {
+    const value = this.raw.headers?.[name];
+    return Array.isArray(value) ? value.join(', ') : value;
+  }
+
+  /** Whether an interceptor caches this request already: a second binding (route + global) passes it through. */
+  get handled(): boolean {
+    return this.#handled;
+  }
+
+  markHandled(): void {
+    this.#handled = true;
+  }
+}
+
+/** The host part of a Host header value, without its port. */
+function hostName(host: string): string {
+  const from = host.startsWith('[') ? host.indexOf(']') + 1 : 0;
+  const colon = host.indexOf(':', from);
+  return colon === -1 ? host : host.slice(0, colon);
+}
