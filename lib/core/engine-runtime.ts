@@ -1,12 +1,13 @@
 import { ClosedError } from '../errors/closed.error.js';
-import { InvalidKeyError, isValidKey } from '../errors/invalid-key.error.js';
+import { InvalidKeyError } from '../errors/invalid-key.error.js';
+import { isValidKey } from '../keys/valid-key.js';
 import {
   CORRUPT_ENTRY,
   type FillWatch,
   type HerdStore,
   type StoreRead,
   type StoreSnapshot,
-} from '../stores/herd-store.interface.js';
+} from './herd-store.interface.js';
 import { Backoff } from './backoff.js';
 import type { Entry } from './entry.js';
 import type { HerdEvent, HerdEventListener } from './events.js';

@@ -1,6 +1,4 @@
 import { ClosedError } from '../errors/closed.error.js';
-import { ConfigurationError } from '../errors/configuration.error.js';
-import { isValidKey } from '../errors/invalid-key.error.js';
 import { HerdGuardError } from '../errors/herd-guard.error.js';
 import { LoaderFailedError } from '../errors/loader-failed.error.js';
 import { isLoaderFailure } from '../errors/loader-failure.js';
@@ -10,7 +8,8 @@ import { SerializationError } from '../errors/serialization.error.js';
 import { StoreError } from '../errors/store.error.js';
 import { UpstreamUnavailableError } from '../errors/upstream-unavailable.error.js';
 import { WaitTimeoutError } from '../errors/wait-timeout.error.js';
-import type { Lease } from '../stores/herd-store.interface.js';
+import { assertTags } from '../keys/valid-key.js';
+import type { Lease } from './herd-store.interface.js';
 import type { EngineRuntime } from './engine-runtime.js';
 import { type Entry, isFresh, isNegative, isServable } from './entry.js';
 import type { FlightCell } from './key-flights.js';
@@ -460,18 +459,6 @@ export function storable<T>(key: string, value: T, policy: ResolvedPolicy): T {
     return roundTrip(value, policy.serializer);
   } catch (error) {
     throw new SerializationError(key, error, error instanceof UnserializableValue ? error.path : undefined);
-  }
-}
-
-/** Tags name index keys: each must be a well-formed, non-empty string. */
-export function assertTags(tags: readonly string[]): void {
-  for (const tag of tags) {
-    if (!isValidKey(tag)) {
-      throw new ConfigurationError(
-        'tags',
-        `each tag must be a non-empty string of well-formed Unicode, received ${JSON.stringify(tag)}`,
-      );
-    }
   }
 }
 

@@ -6,7 +6,7 @@ import { isLoaderFailure } from '../errors/loader-failure.js';
 import { UpstreamUnavailableError } from '../errors/upstream-unavailable.error.js';
 import { WaitAbortedError } from '../errors/wait-aborted.error.js';
 import { MemoryStore } from '../stores/memory/memory.store.js';
-import type { HerdStore, StoreSnapshot } from '../stores/herd-store.interface.js';
+import type { HerdStore, StoreSnapshot } from './herd-store.interface.js';
 import { BackgroundRefresh } from './background-refresh.js';
 import { parseTimerDuration } from './duration.js';
 import { EngineRuntime } from './engine-runtime.js';

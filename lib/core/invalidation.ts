@@ -1,9 +1,7 @@
-import { ConfigurationError } from '../errors/configuration.error.js';
-import { isValidKey } from '../errors/invalid-key.error.js';
-import type { InvalidationMode, KeyIndex } from '../stores/herd-store.interface.js';
+import { assertTags } from '../keys/valid-key.js';
+import type { InvalidationMode, KeyIndex } from './herd-store.interface.js';
 import type { EngineRuntime } from './engine-runtime.js';
 import type { Entry } from './entry.js';
-import { assertTags } from './fill-protocol.js';
 import { type ResolvedPolicy, maxLifetimeMs } from './policy.js';
 
 /** Store commands in flight at once while invalidating many keys (a tag, the dependents of a key). */
@@ -46,9 +44,7 @@ export class Invalidation {
 
   /** Invalidates every key stored with `tag`, and their dependents; resolves how many held a value. */
   async tag(tag: string, mode: InvalidationMode): Promise<number> {
-    if (!isValidKey(tag)) {
-      throw new ConfigurationError('tag', 'a tag must be a non-empty string of well-formed Unicode');
-    }
+    assertTags([tag], 'tag');
     const keys = await this.runtime.store.indexMembers({ tag });
     const existed = await this.#invalidateAll(keys, mode);
     await this.#cascade(keys, mode);

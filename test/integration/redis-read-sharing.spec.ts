@@ -1,8 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Redis } from 'ioredis';
-import { HerdEngine } from '../../lib/index.js';
+import { HerdEngine, type StoreSnapshot } from '../../lib/index.js';
 import { RedisStore } from '../../lib/redis.js';
-import type { StoreSnapshot } from '../../lib/stores/herd-store.interface.js';
 import { sleep } from '../helpers/deferred.js';
 import { FaultProxy, stopAllFaultProxies } from '../helpers/fault-proxy.js';
 import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';

@@ -2,7 +2,7 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { parseDuration } from '../../core/duration.js';
 import { ConfigurationError } from '../../errors/configuration.error.js';
 import { StoreError } from '../../errors/store.error.js';
-import type { InvalidationMode } from '../herd-store.interface.js';
+import type { InvalidationMode } from '../../core/herd-store.interface.js';
 import type { RedisStoreOptions } from './redis-store.options.js';
 import { isValidNamespace } from './redis-keys.js';
 import {

@@ -1,4 +1,4 @@
-import type { Entry } from '../core/entry.js';
+import type { Entry } from './entry.js';
 
 /** Returned as a snapshot's entry when the key holds something that cannot be decoded. Counted as a miss. */
 export const CORRUPT_ENTRY: unique symbol = Symbol('herd-guard.corrupt-entry');
