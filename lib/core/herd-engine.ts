@@ -5,7 +5,6 @@ import { LoaderFailedError } from '../errors/loader-failed.error.js';
 import { isLoaderFailure } from '../errors/loader-failure.js';
 import { UpstreamUnavailableError } from '../errors/upstream-unavailable.error.js';
 import { WaitAbortedError } from '../errors/wait-aborted.error.js';
-import { MemoryStore } from '../stores/memory/memory.store.js';
 import type { HerdStore, StoreSnapshot } from './herd-store.interface.js';
 import { BackgroundRefresh } from './background-refresh.js';
 import { parseTimerDuration } from './duration.js';
@@ -26,8 +25,8 @@ export type { LoadContext, Loader } from './loader.js';
 export type { ReadOptions, ReadResult } from './read-result.js';
 
 export interface HerdEngineOptions {
-  /** Where entries and leases live. Default: a new {@link MemoryStore}. */
-  readonly store?: HerdStore;
+  /** Where entries and leases live (the module opens a MemoryStore or a RedisStore). */
+  readonly store: HerdStore;
   /** Default policy for every call. */
   readonly policy?: CachePolicy;
   /** Clock (epoch ms) for TTLs; never used to order writes. Replace only in tests. */
@@ -91,8 +90,8 @@ export class HerdEngine {
    */
   readonly #sharedReads = new Map<string, SharedRead>();
 
-  constructor(options: HerdEngineOptions = {}) {
-    this.store = options.store ?? new MemoryStore();
+  constructor(options: HerdEngineOptions) {
+    this.store = options.store;
     this.#defaults = resolvePolicy(options.policy);
     this.#policies = new PolicyCache(options.policy);
     this.#runtime = new EngineRuntime(this.store, options.now ?? Date.now, options.random ?? Math.random);

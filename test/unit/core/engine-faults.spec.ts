@@ -9,6 +9,7 @@ import {
   MemoryStore,
 } from '../../../lib/index.js';
 import { deferred, until } from '../../helpers/deferred.js';
+import { memoryEngine } from '../../helpers/engine.js';
 
 function counted<T>(impl: (context: LoadContext<T>) => T | Promise<T>) {
   const loader = (context: LoadContext<T>): T | Promise<T> => {
@@ -70,11 +71,11 @@ describe('HerdEngine faults', () => {
     ['policy.loaderHardTimeout', { loaderHardTimeout: 2 ** 31 }],
     ['policy.loaderSoftTimeout', { loaderSoftTimeout: '30d' }],
   ])('rejects %s longer than a timer can wait (2^31 - 1 ms)', (field, policy) => {
-    expect(() => new HerdEngine({ policy })).toThrow(expect.objectContaining({ field }) as unknown as Error);
+    expect(() => memoryEngine({ policy })).toThrow(expect.objectContaining({ field }) as unknown as Error);
   });
 
   it('rejects a per-call timeout longer than a timer can wait, and accepts long TTLs', async () => {
-    const engine = new HerdEngine({ policy: { soft: '30d', hard: '300d' } });
+    const engine = memoryEngine({ policy: { soft: '30d', hard: '300d' } });
     await expect(engine.getOrLoad('k', () => 1, { timeout: 2 ** 31 })).rejects.toBeInstanceOf(ConfigurationError);
     await expect(engine.getOrLoad('k', () => 1)).resolves.toBe(1);
   });
@@ -96,7 +97,7 @@ describe('HerdEngine faults', () => {
   });
 
   it('rejects keys and tags with a lone UTF-16 surrogate, which would collide with other keys once encoded', async () => {
-    const engine = new HerdEngine();
+    const engine = memoryEngine();
     await expect(engine.getOrLoad('product:\uD800', () => 1)).rejects.toBeInstanceOf(InvalidKeyError);
     await expect(engine.getOrLoad('product:\uDC00x', () => 1)).rejects.toBeInstanceOf(InvalidKeyError);
     await expect(engine.expireTag('t\uD800')).rejects.toBeInstanceOf(ConfigurationError);

@@ -20,6 +20,7 @@ import {
 import { asyncReads } from '../../helpers/async-store.js';
 import { ManualClock } from '../../helpers/clock.js';
 import { activeTimers, deferred, flush, sleep, until } from '../../helpers/deferred.js';
+import { memoryEngine } from '../../helpers/engine.js';
 
 function counted<T>(impl: (context: LoadContext<T>) => T | Promise<T>) {
   const loader = (context: LoadContext<T>): T | Promise<T> => {
@@ -51,7 +52,7 @@ async function staleWithRefreshInFlight(policy: CachePolicy) {
 
 describe('HerdEngine read path', () => {
   it('calls the loader once for 1,000 concurrent callers on a cold key and gives all of them the value', async () => {
-    const engine = new HerdEngine();
+    const engine = memoryEngine();
     const gate = deferred<string>();
     const loader = counted(() => gate.promise);
     const reads = Array.from({ length: 1_000 }, () => engine.getOrLoad('cold', loader));
@@ -63,7 +64,7 @@ describe('HerdEngine read path', () => {
   });
 
   it('gives all 1,000 callers the typed error when the loader throws, and runs the loader again on the next call', async () => {
-    const engine = new HerdEngine();
+    const engine = memoryEngine();
     const gate = deferred<string>();
     const loader = counted(() => gate.promise);
     const reads = Array.from({ length: 1_000 }, () => engine.getOrLoad('k', loader).catch((error: unknown) => error));
@@ -78,7 +79,7 @@ describe('HerdEngine read path', () => {
   });
 
   it('lets one caller time out and another abort while the rest get the value from a single load', async () => {
-    const engine = new HerdEngine();
+    const engine = memoryEngine();
     const gate = deferred<string>();
     const loader = counted(() => gate.promise);
     const controller = new AbortController();
@@ -251,7 +252,7 @@ describe('HerdEngine read path', () => {
   });
 
   it('caches falsy values as values, not as misses', async () => {
-    const engine = new HerdEngine();
+    const engine = memoryEngine();
     for (const [key, value] of [
       ['zero', 0],
       ['false', false],
@@ -331,7 +332,7 @@ describe('HerdEngine read path', () => {
   });
 
   it('aborts the loader and fails the callers after loaderHardTimeout', async () => {
-    const engine = new HerdEngine({ policy: { loaderHardTimeout: '20ms' } });
+    const engine = memoryEngine({ policy: { loaderHardTimeout: '20ms' } });
     let signal: AbortSignal | undefined;
     const never = (context: LoadContext<string>): Promise<string> => {
       signal = context.signal;
@@ -343,7 +344,7 @@ describe('HerdEngine read path', () => {
   });
 
   it('aborts running loaders on close and refuses new reads', async () => {
-    const engine = new HerdEngine();
+    const engine = memoryEngine();
     let signal: AbortSignal | undefined;
     const pending = engine.getOrLoad('k', (context) => {
       signal = context.signal;
@@ -357,7 +358,7 @@ describe('HerdEngine read path', () => {
   });
 
   it('expire() makes the next read stale with one background refresh instead of a miss', async () => {
-    const engine = new HerdEngine({ policy: { soft: '1h' } });
+    const engine = memoryEngine({ policy: { soft: '1h' } });
     await engine.getOrLoad('k', () => 'v1');
     await engine.expire('k');
     const gate = deferred<string>();
@@ -373,7 +374,7 @@ describe('HerdEngine read path', () => {
   });
 
   it('expireTag() marks every tagged key stale, and deleteTag() removes them', async () => {
-    const engine = new HerdEngine({ policy: { soft: '1h' } });
+    const engine = memoryEngine({ policy: { soft: '1h' } });
     await engine.getOrLoad('p:1', () => 'a', { tags: ['products'] });
     await engine.getOrLoad('p:2', () => 'b', { tags: ['products'] });
     await engine.getOrLoad('u:1', () => 'c', { tags: ['users'] });
@@ -409,7 +410,7 @@ describe('HerdEngine read path', () => {
   });
 
   it('resolves a policy written inline once per set of values, not once per call', () => {
-    const engine = new HerdEngine({ policy: { soft: '10s' } });
+    const engine = memoryEngine({ policy: { soft: '10s' } });
     const first = engine.policyFor({ soft: '1m', backoff: { initial: '2s' } });
     expect(engine.policyFor({ soft: '1m', backoff: { initial: '2s' } })).toBe(first);
     expect(engine.policyFor({ backoff: { initial: '2s' }, soft: '1m' })).toEqual(first);
@@ -464,7 +465,7 @@ describe('HerdEngine read path', () => {
   });
 
   it('rejects a key that is not a non-empty string', async () => {
-    const engine = new HerdEngine();
+    const engine = memoryEngine();
     await expect(engine.getOrLoad('', () => 1)).rejects.toMatchObject({ code: 'HERD_GUARD_INVALID_KEY' });
     await expect(engine.getOrLoad(42 as unknown as string, () => 1)).rejects.toMatchObject({
       code: 'HERD_GUARD_INVALID_KEY',
@@ -590,7 +591,7 @@ describe('HerdEngine across processes sharing one store', () => {
   });
 
   it('hands each new lease a larger fencing number', async () => {
-    const engine = new HerdEngine({ policy: { soft: '1ms', hard: '1ms', jitter: 0 } });
+    const engine = memoryEngine({ policy: { soft: '1ms', hard: '1ms', jitter: 0 } });
     const fences: number[] = [];
     for (let i = 0; i < 3; i += 1) {
       await engine.getOrLoad('k', (context) => {

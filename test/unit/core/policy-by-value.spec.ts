@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { type CachePolicy, HerdEngine } from '../../../lib/index.js';
+import type { CachePolicy } from '../../../lib/index.js';
+import { memoryEngine } from '../../helpers/engine.js';
 
 /**
  * Policies written inline are resolved once per set of values. DESIGN (Quality bar): "Bad input gets
@@ -10,9 +11,9 @@ describe('per-call policies resolved by value', () => {
   it('refuses a backoff duration without a unit, also after a policy with the same number of milliseconds was used', () => {
     // As read from an environment variable: a string, not a number of milliseconds.
     const fromEnvironment = { backoff: { initial: '5000' } } as unknown as CachePolicy;
-    expect(() => new HerdEngine().policyFor(fromEnvironment)).toThrow(/policy\.backoff\.initial/);
+    expect(() => memoryEngine().policyFor(fromEnvironment)).toThrow(/policy\.backoff\.initial/);
 
-    const engine = new HerdEngine();
+    const engine = memoryEngine();
     engine.policyFor({ backoff: { initial: 5_000 } });
     expect(() => engine.policyFor({ backoff: { initial: '5000' } } as unknown as CachePolicy)).toThrow(
       /policy\.backoff\.initial/,
@@ -22,7 +23,7 @@ describe('per-call policies resolved by value', () => {
 
 describe('the serializer chosen per call', () => {
   it('stores with the call policy serializer: json refuses a Date naming its path, v8 (the default) keeps it', async () => {
-    const engine = new HerdEngine();
+    const engine = memoryEngine();
     try {
       const since = new Date('2026-01-02T03:04:05Z');
       await expect(
