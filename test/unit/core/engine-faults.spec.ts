@@ -8,22 +8,14 @@ import {
   LoaderTimeoutError,
   MemoryStore,
 } from '../../../lib/index.js';
+import { counted } from '../../helpers/counted.js';
 import { deferred, until } from '../../helpers/deferred.js';
 import { memoryEngine } from '../../helpers/engine.js';
 
-function counted<T>(impl: (context: LoadContext<T>) => T | Promise<T>) {
-  const loader = (context: LoadContext<T>): T | Promise<T> => {
-    loader.calls += 1;
-    return impl(context);
-  };
-  loader.calls = 0;
-  return loader;
-}
-
 /** A loader that never settles on its own: it rejects when its signal fires. */
 function hanging<T>() {
-  return counted<T>(
-    (context) =>
+  return counted(
+    (context: LoadContext<T>) =>
       new Promise<T>((_, reject) => {
         context.signal.addEventListener('abort', () => reject(context.signal.reason as Error), { once: true });
       }),

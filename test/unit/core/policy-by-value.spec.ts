@@ -19,6 +19,18 @@ describe('per-call policies resolved by value', () => {
       /policy\.backoff\.initial/,
     );
   });
+
+  it('resolves a policy written inline once per set of values, not once per call', () => {
+    const engine = memoryEngine({ policy: { soft: '10s' } });
+    const first = engine.policyFor({ soft: '1m', backoff: { initial: '2s' } });
+    expect(engine.policyFor({ soft: '1m', backoff: { initial: '2s' } })).toBe(first);
+    expect(engine.policyFor({ backoff: { initial: '2s' }, soft: '1m' })).toEqual(first);
+    expect(engine.policyFor({ soft: '1m', backoff: { initial: '3s' } })).not.toBe(first);
+    expect(engine.policyFor({ soft: 60_000 })).not.toBe(first);
+    // A bad policy is still refused every time.
+    expect(() => engine.policyFor({ soft: '1m', sfot: '2m' } as never)).toThrow(/policy\.sfot/);
+    expect(() => engine.policyFor({ soft: '1m', sfot: '2m' } as never)).toThrow(/policy\.sfot/);
+  });
 });
 
 describe('the serializer chosen per call', () => {
