@@ -1,4 +1,4 @@
-import { MAX_HOT_KEYS } from './core/hot-keys.js';
+import { MAX_HOT_KEYS } from './metrics/hot-keys.js';
 import { resolvePolicy } from './core/policy.js';
 import { ConfigurationError } from './errors/configuration.error.js';
 import { isValidNamespace } from './stores/redis/redis-keys.js';

@@ -6,7 +6,7 @@ import { HotKeyTracker } from './metrics/hot-key-tracker.js';
 import { PrometheusMetrics } from './metrics/prometheus-metrics.js';
 import { validateModuleOptions } from './herd-guard-options.validator.js';
 import type { HerdGuardModuleOptions } from './interfaces/herd-guard-module-options.interface.js';
-import type { HerdStore } from './stores/herd-store.interface.js';
+import type { HerdStore } from './core/herd-store.interface.js';
 import { MemoryStore } from './stores/memory/memory.store.js';
 import type * as RedisEntry from './redis.js';
 import type { RedisStoreOptions } from './stores/redis/redis-store.options.js';

@@ -8,7 +8,7 @@ import { HERD_GUARD_ENGINE, HERD_GUARD_HOT_KEYS } from './herd-guard.constants.j
 import type { HotKeyTracker, HotKeysSnapshot } from './metrics/hot-key-tracker.js';
 import type { HerdLoader } from './interfaces/herd-loader.interface.js';
 import type { WarmEntry, WarmOptions, WarmReport } from './interfaces/warm.interface.js';
-import type { StoreHealth } from './stores/herd-store.interface.js';
+import type { StoreHealth } from './core/herd-store.interface.js';
 
 /** Options of the writes that store a value: its policy and tags. */
 export type WriteOptions = Pick<ReadOptions, 'policy' | 'tags'>;

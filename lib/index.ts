@@ -18,11 +18,9 @@ export { ENTRY_FORMAT_VERSION, decodeEntry, encodeEntry } from './core/entry.js'
 export type { Entry } from './core/entry.js';
 export type { HerdEvent, HerdEventListener, HerdEventType, ReadPath } from './core/events.js';
 export type { StatsSnapshot } from './core/stats.js';
-export { HotKeys } from './core/hot-keys.js';
-export type { HotKey } from './core/hot-keys.js';
 
-// Stores
-export { CORRUPT_ENTRY } from './stores/herd-store.interface.js';
+// Stores: the interface core defines, and the stores that implement it
+export { CORRUPT_ENTRY } from './core/herd-store.interface.js';
 export type {
   AcquireOptions,
   BreakerState,
@@ -37,7 +35,7 @@ export type {
   StoreRead,
   StoreSnapshot,
   StoreStatus,
-} from './stores/herd-store.interface.js';
+} from './core/herd-store.interface.js';
 export { FillSignals } from './stores/fill-signals.js';
 export { MemoryStore } from './stores/memory/memory.store.js';
 export type { MemoryStoreOptions } from './stores/memory/memory.store.js';
@@ -48,6 +46,8 @@ export { PrometheusMetrics } from './metrics/prometheus-metrics.js';
 export type { PrometheusMetricsOptions, PrometheusRegistry } from './metrics/prometheus-metrics.js';
 export { EventLogger } from './logging/event-logger.js';
 export { HotKeyTracker } from './metrics/hot-key-tracker.js';
+export { HotKeys } from './metrics/hot-keys.js';
+export type { HotKey } from './metrics/hot-keys.js';
 export type { HotKeysSnapshot } from './metrics/hot-key-tracker.js';
 export { HerdGuardHealthIndicator } from './health/herd-guard.health.js';
 export type {

@@ -1,11 +1,19 @@
 import type { EngineRuntime } from './engine-runtime.js';
-import type { Entry } from './entry.js';
-import { type FillProtocol, isNewer } from './fill-protocol.js';
+import { type Entry, isNewer } from './entry.js';
+import type { Fill, FillProtocol } from './fill-protocol.js';
 import type { Loader } from './loader.js';
 import type { ResolvedPolicy } from './policy.js';
 import { type ReadResult, toResult } from './read-result.js';
 
 const NO_REVALIDATION: Promise<undefined> = Promise.resolve(undefined);
+
+/** What a refresh loads and how: the read that found the key stale passes itself. */
+export interface RefreshRequest<T> {
+  readonly key: string;
+  readonly loader: Loader<T>;
+  readonly policy: ResolvedPolicy;
+  readonly tags: readonly string[] | undefined;
+}
 
 interface Revalidation {
   readonly version: number;
@@ -18,45 +26,36 @@ interface Revalidation {
  * newer version of the key than the refresh started from.
  */
 export class BackgroundRefresh {
+  readonly #runtime: EngineRuntime;
+  readonly #fills: FillProtocol;
   /** The outcome of the refresh in flight per key, shared by its stale callers; removed when it settles. */
   readonly #revalidations = new Map<string, Revalidation>();
+  /** Refreshes registered whose fill starts on the next turn: in flight, though not yet fills. */
+  #starting = 0;
 
-  constructor(
-    private readonly runtime: EngineRuntime,
-    private readonly fills: FillProtocol,
-  ) {}
+  constructor(runtime: EngineRuntime, fills: FillProtocol) {
+    this.#runtime = runtime;
+    this.#fills = fills;
+  }
 
-  /** Starts one refresh of `key` (seen stale at `version`), unless one runs already or it is backing off. */
-  start<T>(
-    key: string,
-    loader: Loader<T>,
-    policy: ResolvedPolicy,
-    stale: Entry<T>,
-    version: number,
-    tags: readonly string[] | undefined,
-  ): void {
-    if (this.#skip(key, version)) return;
-    this.#run(key, loader, policy, stale, version, tags).catch(ignore);
+  /** Starts one refresh of the key (seen at `version`, holding `stale`), unless one runs or it backs off. */
+  start<T>(request: RefreshRequest<T>, stale: Entry<T>, version: number): void {
+    if (this.#skip(request.key, version)) return;
+    this.#run(request, stale, version).catch(ignore);
   }
 
   /**
    * {@link start} for callers that want to know how it ends: one promise per refresh, shared by
    * every stale caller of the key, settling with the new result or `undefined`. Never rejects.
    */
-  revalidation<T>(
-    key: string,
-    loader: Loader<T>,
-    policy: ResolvedPolicy,
-    stale: Entry<T>,
-    version: number,
-    tags: readonly string[] | undefined,
-  ): Promise<ReadResult<T> | undefined> {
+  revalidation<T>(request: RefreshRequest<T>, stale: Entry<T>, version: number): Promise<ReadResult<T> | undefined> {
+    const { key } = request;
     const pending = this.#revalidations.get(key);
     if (pending !== undefined && pending.version >= version) {
       return pending.promise as Promise<ReadResult<T> | undefined>;
     }
-    if (this.runtime.backoff.isBackingOff(key, this.runtime.now(), version)) return NO_REVALIDATION;
-    const promise = this.#run(key, loader, policy, stale, version, tags).then(
+    if (this.#fills.backingOff(key, version)) return NO_REVALIDATION;
+    const promise = this.#run(request, stale, version).then(
       (fill) => (fill.loaded || isNewer(fill.entry, stale) ? toResult(fill.entry as Entry<T>, 'miss') : undefined),
       () => undefined,
     );
@@ -68,29 +67,25 @@ export class BackgroundRefresh {
     return promise;
   }
 
-  /** A refresh that sees `version` runs already, or the key is backing off. */
-  #skip(key: string, version: number): boolean {
-    return (
-      this.runtime.flights.joinable(key, version) || this.runtime.backoff.isBackingOff(key, this.runtime.now(), version)
-    );
+  /** Refreshes registered whose fill has not started yet (they count as in flight). */
+  starting(): number {
+    return this.#starting;
   }
 
-  #run<T>(
-    key: string,
-    loader: Loader<T>,
-    policy: ResolvedPolicy,
-    stale: Entry<T>,
-    version: number,
-    tags: readonly string[] | undefined,
-  ) {
+  /** A refresh that sees `version` runs already, or the key is backing off. */
+  #skip(key: string, version: number): boolean {
+    return this.#runtime.flights.joinable(key, version) || this.#fills.backingOff(key, version);
+  }
+
+  #run<T>(request: RefreshRequest<T>, stale: Entry<T>, version: number): Promise<Fill> {
+    const { key, loader, policy, tags } = request;
     // The flight is registered now (later stale callers skip it); its work starts after the callers
     // already answered in this turn have their stale value, so a refresh never delays a stale hit.
-    const { runtime } = this;
-    return runtime.flights.run(key, version, (cell) => {
-      runtime.refreshesStarting += 1;
+    return this.#runtime.flights.run(key, version, (cell) => {
+      this.#starting += 1;
       return nextTurn().then(() => {
-        runtime.refreshesStarting -= 1;
-        return this.fills.run({ key, loader, policy, stale, tags, mode: 'background', fromVersion: version, cell });
+        this.#starting -= 1;
+        return this.#fills.run({ key, loader, policy, stale, tags, mode: 'background', fromVersion: version, cell });
       });
     });
   }

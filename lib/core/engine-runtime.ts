@@ -1,15 +1,9 @@
 import { ClosedError } from '../errors/closed.error.js';
-import { InvalidKeyError, isValidKey } from '../errors/invalid-key.error.js';
-import {
-  CORRUPT_ENTRY,
-  type FillWatch,
-  type HerdStore,
-  type StoreRead,
-  type StoreSnapshot,
-} from '../stores/herd-store.interface.js';
-import { Backoff } from './backoff.js';
+import { InvalidKeyError } from '../errors/invalid-key.error.js';
+import { isValidKey } from '../keys/valid-key.js';
 import type { Entry } from './entry.js';
 import type { HerdEvent, HerdEventListener } from './events.js';
+import { CORRUPT_ENTRY, type HerdStore, type StoreRead, type StoreSnapshot } from './herd-store.interface.js';
 import { KeyFlights } from './key-flights.js';
 import { LoadScopes } from './load-scope.js';
 import { EngineStats } from './stats.js';
@@ -18,28 +12,20 @@ import { EngineStats } from './stats.js';
 const UNREACHABLE: StoreSnapshot = Object.freeze({ entry: undefined, version: 0 });
 
 /**
- * What the parts of one engine share: the store, the clocks, the flights in progress, the event
- * listeners, and the work `close()` must stop or wait for. One per engine; the read path, the fill
- * protocol, background refresh and invalidation each hold it.
+ * What the parts of one engine share: the store and the clocks, the flights and loader scopes
+ * that the read path and the fill protocol both use, the events and counters, and whether the
+ * engine is closed. State one part changes lives in that part.
  */
 export class EngineRuntime {
   readonly flights = new KeyFlights();
   readonly scopes = new LoadScopes();
   readonly stats = new EngineStats();
-  readonly backoff: Backoff;
-  readonly listeners: HerdEventListener[] = [];
-  /** Store writes started without awaiting them (lease release/hold); `close()` waits for them. */
-  readonly pendingOps = new Set<Promise<unknown>>();
-  /** Fill watches of followers; `close()` ends their waits. Added and removed by the fill protocol only. */
-  readonly watches = new Set<FillWatch>();
-  /** Background refreshes registered whose fill starts on the next turn. Counted by background refresh only. */
-  refreshesStarting = 0;
-  /** Fills running, superseded ones included; `close()` waits for them. Added and removed by the fill protocol only. */
-  readonly fills = new Set<Promise<unknown>>();
-  /** One per running loader; `close()` aborts them. Added and removed by the fill protocol only. */
-  readonly loaders = new Map<AbortController, string>();
-  /** Set once by `close()`. */
-  closed = false;
+  readonly #listeners: HerdEventListener[] = [];
+  /** The listeners, read-only (the hot path checks whether there are any); see `subscribe`. */
+  readonly listeners: readonly HerdEventListener[] = this.#listeners;
+  /** Store writes started without awaiting them (lease release/hold); `settled()` waits for them. */
+  readonly #pendingOps = new Set<Promise<unknown>>();
+  #closed = false;
   /** Store errors already reported (a shared read's error reaches every caller that joined it). */
   readonly #reported = new WeakSet<object>();
 
@@ -48,8 +34,25 @@ export class EngineRuntime {
     /** Epoch ms, for TTLs only (never for ordering). */
     readonly now: () => number,
     readonly random: () => number,
-  ) {
-    this.backoff = new Backoff(random);
+  ) {}
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Refuses new work from now on. Called by the engine's `close()` only. */
+  close(): void {
+    this.#closed = true;
+  }
+
+  /** Adds an event listener; returns the function that removes it. */
+  subscribe(listener: HerdEventListener): () => void {
+    const listeners = this.#listeners;
+    listeners.push(listener);
+    return () => {
+      const index = listeners.indexOf(listener);
+      if (index >= 0) listeners.splice(index, 1);
+    };
   }
 
   /** Reads the store; a failing store is reported and read as nothing (the caller then loads). */
@@ -78,19 +81,29 @@ export class EngineRuntime {
     return undefined;
   }
 
-  /** Runs a store operation nobody awaits; reports its failure and lets `close()` wait for it. */
+  /** Runs a store operation nobody awaits; reports its failure and lets `settled()` wait for it. */
   track(operation: Promise<unknown>, name: string, key: string): void {
     const tracked = operation.then(
       () => undefined,
       (error: unknown) => this.emit({ type: 'store-error', operation: name, key, error }),
     );
-    this.pendingOps.add(tracked);
-    void tracked.then(() => this.pendingOps.delete(tracked));
+    this.#pendingOps.add(tracked);
+    void tracked.then(() => this.#pendingOps.delete(tracked));
+  }
+
+  /** Store operations started by `track` and not yet acknowledged. */
+  pendingStoreOps(): number {
+    return this.#pendingOps.size;
+  }
+
+  /** Resolves once the store operations tracked so far have ended. */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.#pendingOps]);
   }
 
   emit(event: HerdEvent): void {
     this.stats.count(event);
-    for (const listener of this.listeners) {
+    for (const listener of this.#listeners) {
       try {
         listener(event);
       } catch {
@@ -101,6 +114,6 @@ export class EngineRuntime {
 
   assertOpen(key: unknown): asserts key is string {
     if (!isValidKey(key)) throw new InvalidKeyError(key);
-    if (this.closed) throw new ClosedError(key);
+    if (this.#closed) throw new ClosedError(key);
   }
 }

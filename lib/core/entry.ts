@@ -1,3 +1,4 @@
+import { type ResolvedPolicy, expiryFor } from './policy.js';
 import { type SerializerName, decodeValue, encodeValue } from './serializers.js';
 
 /** Format version written into every envelope; envelopes of another version are treated as absent. */
@@ -53,6 +54,20 @@ export function isServable(entry: Entry, now: number): boolean {
   return now < entry.hardExpireAt;
 }
 
+/** True when `entry` is a newer version of the key than `than`. */
+export function isNewer(entry: Entry, than: Entry | undefined): boolean {
+  return than === undefined || entry.version > than.version;
+}
+
+/** The newest (by version) of two entries that may still be served at `now`. */
+export function newestServable(a: Entry | undefined, b: Entry | undefined, now: number): Entry | undefined {
+  const servableA = a !== undefined && isServable(a, now) ? a : undefined;
+  const servableB = b !== undefined && isServable(b, now) ? b : undefined;
+  if (servableA === undefined) return servableB;
+  if (servableB === undefined) return servableA;
+  return servableB.version > servableA.version ? servableB : servableA;
+}
+
 /**
  * How long the entry had left until its hard expiry when it was made (its hard TTL from the end of
  * its load), measured on the clock of the pod that made it: stores expire it after this long, so
@@ -60,6 +75,55 @@ export function isServable(entry: Entry, now: number): boolean {
  */
 export function lifetimeLeftMs(entry: Entry): number {
   return Math.max(1, Math.ceil(entry.hardExpireAt - entry.createdAt - entry.loadMs));
+}
+
+/** The bounds a value derived from other keys takes from them (what its loader read). */
+export interface InputBounds {
+  /** Earliest soft expiry among the inputs. */
+  readonly softBoundMs: number;
+  /** Earliest hard expiry among the inputs. */
+  readonly hardBoundMs: number;
+  /** An input's link could not be recorded: its invalidation would not reach the value. */
+  readonly untracked: boolean;
+}
+
+/** What a new entry is made of. */
+export interface EntrySource<T> {
+  readonly value: T;
+  readonly policy: ResolvedPolicy;
+  /** Random source for the TTL jitter. */
+  readonly random: () => number;
+  /** When the load started: the data is at least that old, so TTLs count from there. */
+  readonly loadStartedAt: number;
+  readonly now: number;
+  /** The key's version the value was loaded (or written) under. */
+  readonly version: number;
+  readonly tags: readonly string[] | undefined;
+  readonly inputs?: InputBounds;
+}
+
+/**
+ * The envelope of a loaded (or written) value. A value derived from other keys expires no later
+ * than they do, and is stored already stale when one of them was stale or could not be tracked.
+ */
+export function newEntry<T>(source: EntrySource<T>): Entry<T> {
+  const { value, policy, loadStartedAt, now, tags, inputs } = source;
+  const negative = value === null || value === undefined;
+  const createdAt = Math.min(loadStartedAt, now);
+  const expiry = expiryFor(policy, createdAt, negative, source.random);
+  const hardExpireAt = Math.min(expiry.hardExpireAt, inputs?.hardBoundMs ?? Number.POSITIVE_INFINITY);
+  const entry: { -readonly [K in keyof Entry<T>]: Entry<T>[K] } = {
+    value,
+    version: source.version,
+    createdAt,
+    softExpireAt: Math.min(expiry.softExpireAt, inputs?.softBoundMs ?? Number.POSITIVE_INFINITY, hardExpireAt),
+    hardExpireAt,
+    loadMs: Math.max(0, now - loadStartedAt),
+  };
+  if (inputs?.untracked === true) entry.invalidated = true;
+  if (tags !== undefined && tags.length > 0) entry.tags = [...tags];
+  if (policy.serializer === 'v8') entry.encoding = 'v8';
+  return entry;
 }
 
 /** A copy marked stale by the invalidation that gave the key `version`. */

@@ -1,23 +1,21 @@
 import { ClosedError } from '../errors/closed.error.js';
-import { ConfigurationError } from '../errors/configuration.error.js';
-import { isValidKey } from '../errors/invalid-key.error.js';
 import { HerdGuardError } from '../errors/herd-guard.error.js';
 import { LoaderFailedError } from '../errors/loader-failed.error.js';
 import { isLoaderFailure } from '../errors/loader-failure.js';
 import { LoadFencedError } from '../errors/load-fenced.error.js';
 import { LoaderTimeoutError } from '../errors/loader-timeout.error.js';
 import { SerializationError } from '../errors/serialization.error.js';
-import { StoreError } from '../errors/store.error.js';
 import { UpstreamUnavailableError } from '../errors/upstream-unavailable.error.js';
-import { WaitTimeoutError } from '../errors/wait-timeout.error.js';
-import type { Lease } from '../stores/herd-store.interface.js';
+import { assertTags } from '../keys/valid-key.js';
+import { Backoff } from './backoff.js';
 import type { EngineRuntime } from './engine-runtime.js';
-import { type Entry, isFresh, isNegative, isServable } from './entry.js';
+import { type Entry, isFresh, isNegative, isNewer, isServable, newEntry, newestServable } from './entry.js';
+import type { FillWatch, Lease } from './herd-store.interface.js';
 import type { FlightCell } from './key-flights.js';
 import { LoadScope } from './load-scope.js';
 import type { LoadContext, Loader } from './loader.js';
-import { type ResolvedPolicy, expiryFor, maxLifetimeMs } from './policy.js';
-import { UnserializableValue, roundTrip } from './serializers.js';
+import { type ResolvedPolicy, maxLifetimeMs } from './policy.js';
+import { storable } from './serializers.js';
 
 /** A follower re-checks the store at least this often: a lost notification costs at most this long. */
 export const RECHECK_INTERVAL_MS = 250;
@@ -67,14 +65,26 @@ type LeaseOutcome =
  * stored is the store's verdict (the fence), never decided here.
  */
 export class FillProtocol {
-  constructor(
-    private readonly runtime: EngineRuntime,
-    /** Removes a key (and the values derived from it) whose loader answered that it is gone. */
-    private readonly onGone: (key: string) => Promise<unknown>,
-  ) {}
+  readonly #runtime: EngineRuntime;
+  /** Removes a key (and the values derived from it) whose loader answered that it is gone. */
+  readonly #onGone: (key: string) => Promise<unknown>;
+  /** Keys whose loads failed recently: no refresh is tried before their delay (see `backingOff`). */
+  readonly #backoff: Backoff;
+  /** Fills running, superseded ones included; `settled()` waits for them. */
+  readonly #fills = new Set<Promise<Fill>>();
+  /** Fill watches of followers; `stop()` ends their waits. */
+  readonly #watches = new Set<FillWatch>();
+  /** One per running loader; `stop()` aborts them. */
+  readonly #loaders = new Map<AbortController, string>();
+
+  constructor(runtime: EngineRuntime, onGone: (key: string) => Promise<unknown>) {
+    this.#runtime = runtime;
+    this.#onGone = onGone;
+    this.#backoff = new Backoff(runtime.random);
+  }
 
   run<T>(request: FillRequest<T>): Promise<Fill> {
-    const { fills } = this.runtime;
+    const fills = this.#fills;
     const running = this.#run(request);
     fills.add(running);
     const settled = (): void => {
@@ -84,12 +94,38 @@ export class FillProtocol {
     return running;
   }
 
+  /** True while `key`, seen at `version`, backs off after a failed load: a refresh would fail again. */
+  backingOff(key: string, version: number): boolean {
+    return this.#backoff.isBackingOff(key, this.#runtime.now(), version);
+  }
+
+  /** Fills in progress (a fill overtaken by an invalidation counts until it ends). */
+  running(): number {
+    return this.#fills.size;
+  }
+
+  /** Loaders running now. */
+  loading(): number {
+    return this.#loaders.size;
+  }
+
+  /** For `close()`: aborts the running loaders and ends followers' waits (then their fills stop). */
+  stop(): void {
+    for (const [loader, key] of this.#loaders) loader.abort(new ClosedError(key));
+    for (const watch of this.#watches) watch.close();
+  }
+
+  /** Resolves once every fill running now has ended. */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.#fills]);
+  }
+
   async #run<T>(request: FillRequest<T>): Promise<Fill> {
     const { key, policy } = request;
-    const { runtime } = this;
+    const runtime = this.#runtime;
     // Watch before the lease attempt, so a fill landing in between is not missed.
     const watch = runtime.store.watchFill(key);
-    runtime.watches.add(watch);
+    this.#watches.add(watch);
     try {
       const waitStartedAt = performance.now();
       const giveUpAt = waitStartedAt + 2 * policy.waitTimeoutMs;
@@ -144,7 +180,7 @@ export class FillProtocol {
       }
     } finally {
       watch.close();
-      runtime.watches.delete(watch);
+      this.#watches.delete(watch);
     }
   }
 
@@ -155,7 +191,7 @@ export class FillProtocol {
    */
   async #load<T>(request: FillRequest<T>, lease: Lease | undefined, current: Entry | undefined): Promise<Fill> {
     const { key, policy } = request;
-    const { runtime } = this;
+    const runtime = this.#runtime;
     // The fail-safe value: what this caller had, or what the store held when the lease was taken.
     const stale = newestServable(request.stale, current, runtime.now());
     let leaseSettled = false;
@@ -200,13 +236,13 @@ export class FillProtocol {
         // A client error (a 404, a 403) is the loader's answer, not an outage: the stale value must
         // not outlive it (no fail-safe, no backoff), so the key goes, with what was derived from it.
         if (!isLoaderFailure(error)) {
-          if (stale !== undefined) runtime.track(this.onGone(key), 'delete', key);
+          if (stale !== undefined) runtime.track(this.#onGone(key), 'delete', key);
           throw error instanceof HerdGuardError ? error : new LoaderFailedError(key, error);
         }
         // On error: serve stale (fail-safe) and back off, or throw.
         const now = runtime.now();
         if (stale !== undefined && isServable(stale, now)) {
-          const { delayMs, failures } = runtime.backoff.recordFailure(key, now, lease?.fence ?? request.cell.version, {
+          const { delayMs, failures } = this.#backoff.recordFailure(key, now, lease?.fence ?? request.cell.version, {
             initialMs: policy.backoffInitialMs,
             maxMs: policy.backoffMaxMs,
           });
@@ -222,11 +258,22 @@ export class FillProtocol {
         }
         throw error instanceof HerdGuardError ? error : new LoaderFailedError(key, error);
       }
-      const timing = { loadStartedAt, now: runtime.now(), version: lease?.fence ?? request.cell.version };
+      const now = runtime.now();
+      const version = lease?.fence ?? request.cell.version;
       // What every pod will read back (this one too): a value that cannot be stored fails here.
-      const value = storable(key, loaded.value, policy);
-      const entry = newEntry(value, policy, runtime.random, timing, request.tags, loaded.scope);
-      runtime.backoff.recordSuccess(key);
+      const value = storable(key, loaded.value, policy.serializer);
+      const { random } = runtime;
+      const entry = newEntry({
+        value,
+        policy,
+        random,
+        loadStartedAt,
+        now,
+        version,
+        tags: request.tags,
+        inputs: loaded.scope,
+      });
+      this.#backoff.recordSuccess(key);
       // Store (if the fence still holds), release and wake followers in one store step.
       if (!isNegative(entry) || policy.negativeTtlMs > 0) {
         const stored = await this.#store(key, entry, lease);
@@ -259,11 +306,11 @@ export class FillProtocol {
    */
   async #store(key: string, entry: Entry, lease: Lease | undefined): Promise<'stored' | 'fenced' | 'failed'> {
     try {
-      const written = await this.runtime.store.fill(key, entry, lease);
+      const written = await this.#runtime.store.fill(key, entry, lease);
       return written || lease === undefined ? 'stored' : 'fenced';
     } catch (error) {
       if (error instanceof SerializationError) throw error;
-      this.runtime.emit({ type: 'store-error', operation: 'fill', key, error });
+      this.#runtime.emit({ type: 'store-error', operation: 'fill', key, error });
       return 'failed';
     }
   }
@@ -279,9 +326,10 @@ export class FillProtocol {
     controller: AbortController,
   ): Promise<{ value: T; scope: LoadScope }> {
     const { key, loader, policy } = request;
-    const { runtime } = this;
+    const runtime = this.#runtime;
+    const loaders = this.#loaders;
     if (runtime.closed) return Promise.reject(new ClosedError(key));
-    runtime.loaders.set(controller, key);
+    loaders.set(controller, key);
     const timeoutMs = policy.loaderHardTimeoutMs;
     const timer =
       timeoutMs === undefined
@@ -312,13 +360,13 @@ export class FillProtocol {
       .finally(() => {
         endScope();
         if (timer !== undefined) clearTimeout(timer);
-        runtime.loaders.delete(controller);
+        loaders.delete(controller);
       });
   }
 
   /** Nobody filled the key within `waitTimeout`: apply `onWaitTimeout`. */
   async #onWaitTimeout<T>(request: FillRequest<T>, waitedMs: number): Promise<Fill> {
-    this.runtime.emit({ type: 'wait-timeout', key: request.key, waitedMs });
+    this.#runtime.emit({ type: 'wait-timeout', key: request.key, waitedMs });
     if (request.policy.onWaitTimeout === 'load') return this.#load(request, undefined, undefined);
     throw new UpstreamUnavailableError(request.key, waitedMs);
   }
@@ -329,19 +377,20 @@ export class FillProtocol {
     const forced = request.mode === 'forced';
     const takeoverFrom = forced ? request.fromVersion : takeoverAfterWait;
     try {
-      const attempt = await this.runtime.store.acquireLease(key, policy.leaseTtlMs, {
+      const runtime = this.#runtime;
+      const attempt = await runtime.store.acquireLease(key, policy.leaseTtlMs, {
         takeoverFrom,
         takeover: forced ? 'forced' : 'stuck',
       });
       const { lease, current } = attempt;
       // The flight now reflects at least this version: callers that saw it may join.
       cell.learn(current.version);
-      if (attempt.repaired === true) this.runtime.emit({ type: 'corrupt-entry', key });
-      const entry = this.runtime.decoded(key, current.entry);
+      if (attempt.repaired === true) runtime.emit({ type: 'corrupt-entry', key });
+      const entry = runtime.decoded(key, current.entry);
       if (lease === undefined) return { kind: 'contended', current: entry, version: current.version };
       return { kind: 'owner', lease, current: entry };
     } catch (error) {
-      this.runtime.emit({ type: 'store-error', operation: 'acquire-lease', key, error });
+      this.#runtime.emit({ type: 'store-error', operation: 'acquire-lease', key, error });
       cell.learn(cell.version);
       return { kind: 'unreachable' };
     }
@@ -349,7 +398,7 @@ export class FillProtocol {
 
   /** What a fill may hand back instead of loading, while another process holds the lease. */
   #usable<T>(request: FillRequest<T>, current: Entry | undefined): Entry | undefined {
-    const now = this.runtime.now();
+    const now = this.#runtime.now();
     switch (request.mode) {
       case 'miss':
       case 'background':
@@ -370,9 +419,9 @@ export class FillProtocol {
     assertTags(tags);
     const ttlMs = maxLifetimeMs(policy);
     try {
-      await Promise.all(tags.map((tag) => this.runtime.store.addToIndex({ tag }, key, ttlMs)));
+      await Promise.all(tags.map((tag) => this.#runtime.store.addToIndex({ tag }, key, ttlMs)));
     } catch (error) {
-      this.runtime.emit({ type: 'store-error', operation: 'index-tag', key, error });
+      this.#runtime.emit({ type: 'store-error', operation: 'index-tag', key, error });
     }
   }
 
@@ -383,7 +432,7 @@ export class FillProtocol {
    * a waiting follower (see `#run`); when the lease is lost, `onLost` runs.
    */
   #keepLeaseAlive(lease: Lease, policy: ResolvedPolicy, onLost: () => void): { stop(): void } {
-    const { runtime } = this;
+    const runtime = this.#runtime;
     let timer: NodeJS.Timeout | undefined;
     /** When the lease lapses unless extended (from the last request that extended it). */
     let expiresAt = performance.now() + lease.ttlMs;
@@ -419,80 +468,4 @@ export class FillProtocol {
       },
     };
   }
-}
-
-/**
- * The envelope of a value loaded under `policy`. Stamped with the load's start (the data is at
- * least that old; TTLs count from there) and the version it was loaded under. A value derived from
- * other keys (`scope`) expires no later than they do, and is stored already stale when one of them
- * was stale or could not be tracked.
- */
-export function newEntry<T>(
-  value: T,
-  policy: ResolvedPolicy,
-  random: () => number,
-  timing: { readonly loadStartedAt: number; readonly now: number; readonly version: number },
-  tags: readonly string[] | undefined,
-  scope?: LoadScope,
-): Entry<T> {
-  const { loadStartedAt, now, version } = timing;
-  const negative = value === null || value === undefined;
-  const createdAt = Math.min(loadStartedAt, now);
-  const expiry = expiryFor(policy, createdAt, negative, random);
-  const hardExpireAt = Math.min(expiry.hardExpireAt, scope?.hardBoundMs ?? Number.POSITIVE_INFINITY);
-  const entry: { -readonly [K in keyof Entry<T>]: Entry<T>[K] } = {
-    value,
-    version,
-    createdAt,
-    softExpireAt: Math.min(expiry.softExpireAt, scope?.softBoundMs ?? Number.POSITIVE_INFINITY, hardExpireAt),
-    hardExpireAt,
-    loadMs: Math.max(0, now - loadStartedAt),
-  };
-  if (scope?.untracked === true) entry.invalidated = true;
-  if (tags !== undefined && tags.length > 0) entry.tags = [...tags];
-  if (policy.serializer === 'v8') entry.encoding = 'v8';
-  return entry;
-}
-
-/** `value` as the key's serializer stores it and every pod reads it back; SerializationError if it cannot be. */
-export function storable<T>(key: string, value: T, policy: ResolvedPolicy): T {
-  try {
-    return roundTrip(value, policy.serializer);
-  } catch (error) {
-    throw new SerializationError(key, error, error instanceof UnserializableValue ? error.path : undefined);
-  }
-}
-
-/** Tags name index keys: each must be a well-formed, non-empty string. */
-export function assertTags(tags: readonly string[]): void {
-  for (const tag of tags) {
-    if (!isValidKey(tag)) {
-      throw new ConfigurationError(
-        'tags',
-        `each tag must be a non-empty string of well-formed Unicode, received ${JSON.stringify(tag)}`,
-      );
-    }
-  }
-}
-
-/** True when `entry` is a newer version of the key than `than`. */
-export function isNewer(entry: Entry, than: Entry | undefined): boolean {
-  return than === undefined || entry.version > than.version;
-}
-
-/** The newest (by version) of two entries that may still be served at `now`. */
-export function newestServable(a: Entry | undefined, b: Entry | undefined, now: number): Entry | undefined {
-  const servableA = a !== undefined && isServable(a, now) ? a : undefined;
-  const servableB = b !== undefined && isServable(b, now) ? b : undefined;
-  if (servableA === undefined) return servableB;
-  if (servableB === undefined) return servableA;
-  return servableB.version > servableA.version ? servableB : servableA;
-}
-
-/** Why a caller that had a stale value in hand gets it instead of an error. */
-export function staleReason(error: unknown): 'loader-failed' | 'loader-timeout' | 'wait-timeout' | 'store-down' {
-  if (error instanceof LoaderTimeoutError || error instanceof WaitTimeoutError) return 'loader-timeout';
-  if (error instanceof UpstreamUnavailableError) return 'wait-timeout';
-  if (error instanceof StoreError) return 'store-down';
-  return 'loader-failed';
 }

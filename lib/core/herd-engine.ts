@@ -1,33 +1,34 @@
-import { ClosedError } from '../errors/closed.error.js';
 import { ConfigurationError } from '../errors/configuration.error.js';
 import { LoadFencedError } from '../errors/load-fenced.error.js';
 import { LoaderFailedError } from '../errors/loader-failed.error.js';
 import { isLoaderFailure } from '../errors/loader-failure.js';
+import { LoaderTimeoutError } from '../errors/loader-timeout.error.js';
+import { StoreError } from '../errors/store.error.js';
 import { UpstreamUnavailableError } from '../errors/upstream-unavailable.error.js';
 import { WaitAbortedError } from '../errors/wait-aborted.error.js';
-import { MemoryStore } from '../stores/memory/memory.store.js';
-import type { HerdStore, StoreSnapshot } from '../stores/herd-store.interface.js';
-import { BackgroundRefresh } from './background-refresh.js';
+import { WaitTimeoutError } from '../errors/wait-timeout.error.js';
+import { BackgroundRefresh, type RefreshRequest } from './background-refresh.js';
 import { parseTimerDuration } from './duration.js';
 import { EngineRuntime } from './engine-runtime.js';
-import { type Entry, isBornStale, isFresh, isNegative, isServable } from './entry.js';
+import { type Entry, isBornStale, isFresh, isNegative, isServable, newEntry } from './entry.js';
 import type { HerdEventListener, ReadPath } from './events.js';
-import { type FillMode, FillProtocol, newEntry, staleReason, storable } from './fill-protocol.js';
+import { FillProtocol } from './fill-protocol.js';
+import type { HerdStore, StoreSnapshot } from './herd-store.interface.js';
 import { Invalidation } from './invalidation.js';
 import type { LoadScope } from './load-scope.js';
 import { type Loader, assertLoader } from './loader.js';
 import { type CachePolicy, type ResolvedPolicy, resolvePolicy, shouldRefreshEarly } from './policy.js';
 import { PolicyCache } from './policy-cache.js';
-import { reload } from './reload.js';
 import { type ReadOptions, type ReadResult, sameTags, toResult } from './read-result.js';
+import { storable } from './serializers.js';
 import type { StatsSnapshot } from './stats.js';
 
 export type { LoadContext, Loader } from './loader.js';
 export type { ReadOptions, ReadResult } from './read-result.js';
 
 export interface HerdEngineOptions {
-  /** Where entries and leases live. Default: a new {@link MemoryStore}. */
-  readonly store?: HerdStore;
+  /** Where entries and leases live (the module opens a MemoryStore or a RedisStore). */
+  readonly store: HerdStore;
   /** Default policy for every call. */
   readonly policy?: CachePolicy;
   /** Clock (epoch ms) for TTLs; never used to order writes. Replace only in tests. */
@@ -51,23 +52,35 @@ export interface EngineActivity {
   readonly pendingStoreOps: number;
 }
 
-/** An entry and how a caller was answered with it. */
-interface Answer<T> {
-  readonly entry: Entry<T>;
-  readonly path: ReadPath;
-}
+/** What a caller gets: the value alone (no object per caller on the hot path), or a {@link ReadResult}. */
+type Wants = 'value' | 'result';
+
+/** The options of `set()`, `refresh()` and `warm()`. */
+type WriteOptions = Pick<ReadOptions, 'policy' | 'tags'>;
 
 /**
- * One store read and its routing, shared by the callers of a key that arrive in the same tick with
- * the same policy and tags (by value) and no limits of their own (signal, timeout).
+ * One read, built once by `#read` and passed down its path (a fresh hit of the hot path answers
+ * before one is built). A read with no limits of its own (signal, timeout) is shared by the callers
+ * of the key that arrive in the same tick with the same policy and tags.
  */
-interface SharedRead {
-  /** Callers that joined after the first. Written by `#read` while the read is in the map only. */
+interface ReadRequest<T> extends RefreshRequest<T> {
+  readonly signal: AbortSignal | undefined;
+  readonly timeoutMs: number | undefined;
+  /** `performance.now()` when the read began; 0 when no listener wants read durations. */
+  readonly startedAt: number;
+  readonly wants: Wants;
+  /** `input` for a read made by another key's loader (it never settles for a stale value). */
+  readonly mode: 'miss' | 'input';
+  /** Callers that joined after the first. Written by `#read` while the read is shared only. */
   joiners: number;
-  readonly policy: ResolvedPolicy;
-  readonly tags: readonly string[] | undefined;
-  /** The first caller's answer, which every joiner receives. Written once, right after creation. */
-  promise: Promise<unknown>;
+  /** The first caller's answer, which every joiner receives. Written once, right after the read is sent. */
+  routed: Promise<unknown>;
+}
+
+/** An entry and how a caller was answered with it. */
+interface Served<T> {
+  readonly entry: Entry<T>;
+  readonly path: ReadPath;
 }
 
 const NOT_ROUTED: Promise<undefined> = Promise.resolve(undefined);
@@ -89,14 +102,14 @@ export class HerdEngine {
    * Store reads joinable by callers of the same key and options, only until the end of the tick
    * that sent them: a caller arriving later may come after an invalidation, so it reads anew.
    */
-  readonly #sharedReads = new Map<string, SharedRead>();
+  readonly #sharedReads = new Map<string, ReadRequest<unknown>>();
 
-  constructor(options: HerdEngineOptions = {}) {
-    this.store = options.store ?? new MemoryStore();
+  constructor(options: HerdEngineOptions) {
+    this.store = options.store;
     this.#defaults = resolvePolicy(options.policy);
     this.#policies = new PolicyCache(options.policy);
     this.#runtime = new EngineRuntime(this.store, options.now ?? Date.now, options.random ?? Math.random);
-    this.#invalidation = new Invalidation(this.#runtime);
+    this.#invalidation = new Invalidation(this.store);
     this.#fills = new FillProtocol(this.#runtime, (key) => this.#invalidation.delete(key));
     this.#refresh = new BackgroundRefresh(this.#runtime, this.#fills);
   }
@@ -112,12 +125,12 @@ export class HerdEngine {
 
   /** Returns the value of `key`, loading it with `loader` at most once across all concurrent callers. */
   getOrLoad<T>(key: string, loader: Loader<T>, options?: ReadOptions): Promise<T> {
-    return this.#read(key, loader, options, false) as Promise<T>;
+    return this.#read(key, loader, options, 'value') as Promise<T>;
   }
 
   /** Like {@link getOrLoad}, with how the read was answered and the entry's timing. */
   read<T>(key: string, loader: Loader<T>, options?: ReadOptions): Promise<ReadResult<T>> {
-    return this.#read(key, loader, options, true) as Promise<ReadResult<T>>;
+    return this.#read(key, loader, options, 'result') as Promise<ReadResult<T>>;
   }
 
   /** The servable value of `key` without loading: `undefined` when absent or past hard expiry. */
@@ -137,12 +150,13 @@ export class HerdEngine {
    * every earlier write and every load already running, whatever the pods' clocks say; values
    * derived from the key go stale. `null`/`undefined` store "not found".
    */
-  async set<T>(key: string, value: T, options: Pick<ReadOptions, 'policy' | 'tags'> = {}): Promise<void> {
+  async set<T>(key: string, value: T, options: WriteOptions = {}): Promise<void> {
     this.#runtime.assertOpen(key);
     const policy = this.policyFor(options.policy);
     const now = this.#runtime.now();
-    const stored = storable(key, value, policy);
-    const entry = newEntry(stored, policy, this.#runtime.random, { loadStartedAt: now, now, version: 0 }, options.tags);
+    const stored = storable(key, value, policy.serializer);
+    const { random } = this.#runtime;
+    const entry = newEntry({ value: stored, policy, random, loadStartedAt: now, now, version: 0, tags: options.tags });
     await this.#invalidation.set(key, entry, policy);
   }
 
@@ -176,14 +190,8 @@ export class HerdEngine {
    * Loads `key` now, even if a fresh value is cached (prefetch, after an update). Always a new load:
    * a load of the key already running here or elsewhere is taken over (and fenced).
    */
-  async refresh<T>(
-    key: string,
-    loader: Loader<T>,
-    options: Pick<ReadOptions, 'policy' | 'tags'> = {},
-  ): Promise<ReadResult<T>> {
-    this.#runtime.assertOpen(key);
-    assertLoader(loader);
-    return reload(this.#runtime, this.#fills, key, loader, this.policyFor(options.policy), options.tags, 'forced');
+  refresh<T>(key: string, loader: Loader<T>, options: WriteOptions = {}): Promise<ReadResult<T>> {
+    return this.#reload(key, loader, options, 'forced');
   }
 
   /**
@@ -191,14 +199,8 @@ export class HerdEngine {
    * or on another pod, started after this call's read) is waited for instead of taken over, so pods
    * warming the same keys at once load each one once.
    */
-  async warm<T>(
-    key: string,
-    loader: Loader<T>,
-    options: Pick<ReadOptions, 'policy' | 'tags'> = {},
-  ): Promise<ReadResult<T>> {
-    this.#runtime.assertOpen(key);
-    assertLoader(loader);
-    return reload(this.#runtime, this.#fills, key, loader, this.policyFor(options.policy), options.tags, 'warm');
+  warm<T>(key: string, loader: Loader<T>, options: WriteOptions = {}): Promise<ReadResult<T>> {
+    return this.#reload(key, loader, options, 'warm');
   }
 
   /** Resolves a per-call policy over the defaults (cached per policy object). Throws ConfigurationError. */
@@ -208,26 +210,20 @@ export class HerdEngine {
 
   /** Subscribes to engine events (metrics, logs). Returns the unsubscribe function. */
   onEvent(listener: HerdEventListener): () => void {
-    const { listeners } = this.#runtime;
-    listeners.push(listener);
-    return () => {
-      const index = listeners.indexOf(listener);
-      if (index >= 0) listeners.splice(index, 1);
-    };
+    return this.#runtime.subscribe(listener);
   }
 
   /** Counters since start. */
   stats(): StatsSnapshot {
-    return this.#runtime.stats.snapshot(this.#runtime.fills.size + this.#runtime.refreshesStarting);
+    return this.#runtime.stats.snapshot(this.#inflight());
   }
 
   activity(): EngineActivity {
-    const runtime = this.#runtime;
     return {
-      inflight: runtime.fills.size + runtime.refreshesStarting,
-      armedWaits: runtime.flights.armedWaits,
-      loaders: runtime.loaders.size,
-      pendingStoreOps: runtime.pendingOps.size,
+      inflight: this.#inflight(),
+      armedWaits: this.#runtime.flights.armedWaits,
+      loaders: this.#fills.loading(),
+      pendingStoreOps: this.#runtime.pendingStoreOps(),
     };
   }
 
@@ -236,112 +232,165 @@ export class HerdEngine {
    * releases to be acknowledged; refuses new reads. Does not close the store.
    */
   async close(): Promise<void> {
-    const runtime = this.#runtime;
-    if (!runtime.closed) {
-      runtime.closed = true;
-      for (const [loader, key] of runtime.loaders) loader.abort(new ClosedError(key));
-      // Followers stop waiting (their fill loop then sees the engine closed and rejects).
-      for (const watch of runtime.watches) watch.close();
+    if (!this.#runtime.closed) {
+      this.#runtime.close();
+      this.#fills.stop();
     }
-    await Promise.allSettled([...runtime.fills]);
-    await Promise.allSettled([...runtime.pendingOps]);
+    await this.#fills.settled();
+    await this.#runtime.settled();
+  }
+
+  /** Fills running, and background refreshes about to start one. */
+  #inflight(): number {
+    return this.#fills.running() + this.#refresh.starting();
+  }
+
+  /**
+   * A load that does not wait for expiry, whose value comes from a load started after this call
+   * read the key: `forced` takes over a load running here or elsewhere, `warm` waits for it.
+   */
+  async #reload<T>(
+    key: string,
+    loader: Loader<T>,
+    options: WriteOptions,
+    mode: 'forced' | 'warm',
+  ): Promise<ReadResult<T>> {
+    const runtime: EngineRuntime = this.#runtime;
+    runtime.assertOpen(key);
+    assertLoader(loader);
+    const policy = this.policyFor(options.policy);
+    const { tags } = options;
+    const snapshot = await runtime.storeGet(key);
+    const current = runtime.decoded(key, snapshot.entry);
+    const stale = current !== undefined && isServable(current, runtime.now()) ? current : undefined;
+    const { flights } = runtime;
+    const start = mode === 'forced' ? flights.restart.bind(flights) : flights.run.bind(flights);
+    const fill = await start(key, snapshot.version, (cell) =>
+      this.#fills.run({ key, loader, policy, stale, tags, mode, fromVersion: snapshot.version, cell }),
+    );
+    // A value loaded after the call (here or elsewhere) is a miss; the fail-safe stale value says so.
+    const fresh = isFresh(fill.entry, runtime.now()) && fill.entry !== stale && !isBornStale(fill.entry);
+    return toResult(fill.entry as Entry<T>, fresh ? 'miss' : 'stale');
   }
 
   // --- the read path -------------------------------------------------------------------------
 
-  /**
-   * One read: the store's answer is routed once per caller. With `full`, callers get a
-   * {@link ReadResult}; without, only the value (no result object per caller on the hot path).
-   */
-  #read<T>(
-    key: string,
-    loader: Loader<T>,
-    options: ReadOptions | undefined,
-    full: boolean,
-  ): Promise<T | ReadResult<T>> {
+  /** One read: the store's answer is routed once per caller (or once for callers sharing the read). */
+  #read<T>(key: string, loader: Loader<T>, options: ReadOptions | undefined, wants: Wants): Promise<T | ReadResult<T>> {
+    const runtime: EngineRuntime = this.#runtime;
     let policy: ResolvedPolicy;
+    let timeoutMs: number | undefined;
     try {
-      this.#runtime.assertOpen(key);
+      runtime.assertOpen(key);
       assertLoader(loader);
       policy = this.policyFor(options?.policy);
-      if (options?.timeout !== undefined) parseTimerDuration(options.timeout, 'timeout');
+      if (options?.timeout !== undefined) timeoutMs = parseTimerDuration(options.timeout, 'timeout');
     } catch (error) {
       return Promise.reject(error);
     }
+    const tags = options?.tags;
+    const signal = options?.signal;
+    const startedAt = runtime.listeners.length > 0 ? performance.now() : 0;
     // Inside a loader: this key is an input of the value being loaded.
-    const scope = this.#runtime.scopes.current();
-    if (scope !== undefined) return this.#readInput(scope, key, loader, policy, options, full);
-    const shareable = !full && options?.signal === undefined && options?.timeout === undefined;
+    const scope = runtime.scopes.current();
+    if (scope !== undefined) {
+      const input: ReadRequest<T> = {
+        key,
+        loader,
+        policy,
+        tags,
+        signal,
+        timeoutMs,
+        startedAt,
+        wants,
+        mode: 'input',
+        joiners: 0,
+        routed: NOT_ROUTED,
+      };
+      return this.#readInput(scope, input);
+    }
+    const shareable = wants === 'value' && signal === undefined && timeoutMs === undefined;
     if (shareable) {
       // Callers of a key with the same policy and tags share a store read sent in this tick (and its routing).
       const shared = this.#sharedReads.get(key);
-      if (shared !== undefined && shared.policy === policy && sameTags(shared.tags, options?.tags)) {
+      if (shared !== undefined && shared.policy === policy && sameTags(shared.tags, tags)) {
         shared.joiners += 1;
-        return shared.promise as Promise<T>;
+        return shared.routed as Promise<T>;
       }
     }
-    const startedAt = this.#runtime.listeners.length > 0 ? performance.now() : 0;
     let found: StoreSnapshot | Promise<StoreSnapshot>;
     try {
       found = this.store.get(key);
     } catch (error) {
       found = Promise.reject(error);
     }
+    let entry: Entry<T> | undefined;
+    let now = 0;
     if (!(found instanceof Promise)) {
-      return Promise.resolve(this.#route(key, found, loader, policy, options, startedAt, full, undefined));
+      entry = runtime.decoded(key, found.entry) as Entry<T> | undefined;
+      now = runtime.now();
+      // Most reads end here: a fresh hit, answered without building a request.
+      if (entry !== undefined && policy.earlyRefreshBeta === 0 && isFresh(entry, now)) {
+        return Promise.resolve(this.#hit(key, entry, startedAt, wants));
+      }
     }
-    const shared: SharedRead | undefined = shareable
-      ? { joiners: 0, policy, tags: options?.tags, promise: NOT_ROUTED }
-      : undefined;
+    const read: ReadRequest<T> = {
+      key,
+      loader,
+      policy,
+      tags,
+      signal,
+      timeoutMs,
+      startedAt,
+      wants,
+      mode: 'miss',
+      joiners: 0,
+      routed: NOT_ROUTED,
+    };
+    if (!(found instanceof Promise)) return Promise.resolve(this.#route(read, entry, found.version, now));
     const routed = found.then(
-      (snapshot) => this.#route(key, snapshot, loader, policy, options, startedAt, full, shared),
-      (error: unknown) =>
-        this.#route(key, this.#runtime.storeReadFailed(key, error), loader, policy, options, startedAt, full, shared),
+      (snapshot) => this.#routeSnapshot(read, snapshot),
+      (error: unknown) => this.#routeSnapshot(read, runtime.storeReadFailed(key, error)),
     );
-    if (shared !== undefined) {
-      shared.promise = routed;
-      this.#sharedReads.set(key, shared);
+    if (shareable) {
+      read.routed = routed;
+      this.#sharedReads.set(key, read as ReadRequest<unknown>);
       queueMicrotask(() => {
-        if (this.#sharedReads.get(key) === shared) this.#sharedReads.delete(key);
+        if (this.#sharedReads.get(key) === read) this.#sharedReads.delete(key);
       });
     }
     return routed;
   }
 
-  /** Chooses the path for what the store returned. */
+  #routeSnapshot<T>(read: ReadRequest<T>, snapshot: StoreSnapshot): T | ReadResult<T> | Promise<T | ReadResult<T>> {
+    const entry = this.#runtime.decoded(read.key, snapshot.entry) as Entry<T> | undefined;
+    return this.#route(read, entry, snapshot.version, this.#runtime.now());
+  }
+
+  /** Chooses the path for what the store returned (`entry` at `version`, read at `now`). */
   #route<T>(
-    key: string,
-    snapshot: StoreSnapshot,
-    loader: Loader<T>,
-    policy: ResolvedPolicy,
-    options: ReadOptions | undefined,
-    startedAt: number,
-    full: boolean,
-    shared: SharedRead | undefined,
+    read: ReadRequest<T>,
+    entry: Entry<T> | undefined,
+    version: number,
+    now: number,
   ): T | ReadResult<T> | Promise<T | ReadResult<T>> {
-    const entry = this.#runtime.decoded(key, snapshot.entry) as Entry<T> | undefined;
-    const now = this.#runtime.now();
+    const { policy } = read;
     // Fresh: answer (and maybe refresh early, in the background).
     if (entry !== undefined && isFresh(entry, now)) {
-      if (this.#shouldRefreshEarly(entry, policy, now)) {
-        this.#refresh.start(key, loader, policy, entry, snapshot.version, options?.tags);
-      }
-      return this.#answer(key, entry, 'fresh', startedAt, full, shared);
+      if (this.#shouldRefreshEarly(entry, policy, now)) this.#refresh.start(read, entry, version);
+      return this.#answer(read, entry, 'fresh');
     }
     // Stale: answer at once, refresh once in the background.
     if (entry !== undefined && isServable(entry, now) && policy.staleWhileRevalidate) {
-      if (!full) {
-        this.#refresh.start(key, loader, policy, entry, snapshot.version, options?.tags);
-        return this.#answer(key, entry, 'stale', startedAt, false, shared);
+      if (read.wants === 'value') {
+        this.#refresh.start(read, entry, version);
+        return this.#answer(read, entry, 'stale');
       }
-      const revalidated = this.#refresh.revalidation(key, loader, policy, entry, snapshot.version, options?.tags);
-      return this.#answer(key, entry, 'stale', startedAt, true, undefined, revalidated);
+      return this.#answer(read, entry, 'stale', this.#refresh.revalidation(read, entry, version));
     }
     // Nothing servable without waiting: join or start the load.
     const stale = entry !== undefined && isServable(entry, now) ? entry : undefined;
-    return this.#fillFor(key, loader, policy, options, stale, snapshot.version, 'miss', shared?.joiners ?? 0).then(
-      (answer) => this.#answer(key, answer.entry, answer.path, startedAt, full, shared),
-    );
+    return this.#fillFor(read, stale, version).then((served) => this.#answer(read, served.entry, served.path));
   }
 
   /**
@@ -349,35 +398,28 @@ export class HerdEngine {
    * invalidation of this key reaches the value being loaded), never settles for a stale value while
    * a load can give a fresh one, and bounds the loaded value's expiry by this one's.
    */
-  async #readInput<T>(
-    scope: LoadScope,
-    key: string,
-    loader: Loader<T>,
-    policy: ResolvedPolicy,
-    options: ReadOptions | undefined,
-    full: boolean,
-  ): Promise<T | ReadResult<T>> {
+  async #readInput<T>(scope: LoadScope, read: ReadRequest<T>): Promise<T | ReadResult<T>> {
+    const { key } = read;
     if (this.#runtime.scopes.cycles(scope, key)) {
       throw new ConfigurationError(
         'loader',
         `the loader of "${scope.key}" reads "${key}", whose load is waiting for it (a dependency cycle)`,
       );
     }
-    const startedAt = this.#runtime.listeners.length > 0 ? performance.now() : 0;
     scope.waitingOn.add(key);
     try {
       await this.#linkInput(scope, key);
       const snapshot = await this.#runtime.storeGet(key);
       const entry = this.#runtime.decoded(key, snapshot.entry) as Entry<T> | undefined;
       const now = this.#runtime.now();
-      let answer: Answer<T>;
-      if (entry !== undefined && isFresh(entry, now)) answer = { entry, path: 'fresh' };
+      let served: Served<T>;
+      if (entry !== undefined && isFresh(entry, now)) served = { entry, path: 'fresh' };
       else {
         const stale = entry !== undefined && isServable(entry, now) ? entry : undefined;
-        answer = await this.#fillFor(key, loader, policy, options, stale, snapshot.version, 'input', 0);
+        served = await this.#fillFor(read, stale, snapshot.version);
       }
-      scope.record(answer.entry, this.#runtime.now());
-      return this.#answer(key, answer.entry, answer.path, startedAt, full);
+      scope.record(served.entry, this.#runtime.now());
+      return this.#answer(read, served.entry, served.path);
     } finally {
       scope.waitingOn.delete(key);
     }
@@ -395,27 +437,18 @@ export class HerdEngine {
 
   /**
    * A caller with nothing it may be given at once: join the key's flight if it reflects what the
-   * caller saw, or start one, bounded by the caller's own limits. `joiners` are callers sharing
-   * this caller's store read (they join too).
+   * caller saw (`version`), or start one, bounded by the caller's own limits. The callers sharing
+   * this read join too; a `retry` (after the joined flight was fenced) counts only this caller.
    */
-  #fillFor<T>(
-    key: string,
-    loader: Loader<T>,
-    policy: ResolvedPolicy,
-    options: ReadOptions | undefined,
-    stale: Entry<T> | undefined,
-    version: number,
-    mode: FillMode,
-    joiners: number,
-    retries = 1,
-  ): Promise<Answer<T>> {
-    const { flights } = this.#runtime;
-    const joined = (flights.joinable(key, version) ? 1 : 0) + joiners;
-    for (let i = 0; i < joined; i += 1) this.#runtime.emit({ type: 'coalesced', key });
-    const tags = options?.tags;
-    const timeoutMs = this.#callerTimeoutMs(options, policy, stale);
+  #fillFor<T>(read: ReadRequest<T>, stale: Entry<T> | undefined, version: number, retry = false): Promise<Served<T>> {
+    const { key, loader, policy, tags, mode } = read;
+    const runtime = this.#runtime;
+    const { flights } = runtime;
+    const joined = (flights.joinable(key, version) ? 1 : 0) + (retry ? 0 : read.joiners);
+    for (let i = 0; i < joined; i += 1) runtime.emit({ type: 'coalesced', key });
+    const timeoutMs = this.#callerTimeoutMs(read, stale);
     const limits =
-      options?.signal === undefined && timeoutMs === undefined ? undefined : { signal: options?.signal, timeoutMs };
+      read.signal === undefined && timeoutMs === undefined ? undefined : { signal: read.signal, timeoutMs };
     const fill = flights.run(
       key,
       version,
@@ -423,9 +456,9 @@ export class HerdEngine {
       limits,
     );
     return fill.then(
-      (filled): Answer<T> => {
+      (filled): Served<T> => {
         const entry = filled.entry as Entry<T>;
-        const now = this.#runtime.now();
+        const now = runtime.now();
         if (filled.loaded) return { entry, path: isBornStale(entry) ? 'stale' : 'miss' };
         // A joined refresh may hand back a value that expired while it ran: never serve it.
         if (!isServable(entry, now)) {
@@ -434,10 +467,10 @@ export class HerdEngine {
         }
         return { entry, path: !isFresh(entry, now) ? 'stale' : entry === stale ? 'fresh' : 'miss' };
       },
-      (error: unknown): Answer<T> | Promise<Answer<T>> => {
+      (error: unknown): Served<T> | Promise<Served<T>> => {
         // The refresh this caller joined was fenced by an invalidation: it gets a new load.
-        if (error instanceof LoadFencedError && stale === undefined && retries > 0) {
-          return this.#fillFor(key, loader, policy, options, stale, version, mode, 0, retries - 1);
+        if (error instanceof LoadFencedError && stale === undefined && !retry) {
+          return this.#fillFor(read, stale, version, true);
         }
         // A client error (the key is gone, or forbidden now) reaches the caller: no stale value instead.
         const answered = !isLoaderFailure(error instanceof LoaderFailedError ? error.cause : error);
@@ -445,11 +478,11 @@ export class HerdEngine {
           stale !== undefined &&
           !answered &&
           !(error instanceof WaitAbortedError) &&
-          isServable(stale, this.#runtime.now())
+          isServable(stale, runtime.now())
         ) {
           // Waited longer than loaderSoftTimeout (or its own timeout), or the shared load failed.
           if (!(error instanceof LoadFencedError)) {
-            this.#runtime.emit({ type: 'stale-on-error', key, reason: staleReason(error) });
+            runtime.emit({ type: 'stale-on-error', key, reason: staleReason(error) });
           }
           return { entry: stale, path: 'stale' };
         }
@@ -465,35 +498,53 @@ export class HerdEngine {
     );
   }
 
-  #callerTimeoutMs(
-    options: ReadOptions | undefined,
-    policy: ResolvedPolicy,
-    stale: Entry | undefined,
-  ): number | undefined {
-    const own = options?.timeout === undefined ? undefined : parseTimerDuration(options.timeout, 'timeout');
-    const soft = stale === undefined ? undefined : policy.loaderSoftTimeoutMs;
+  /** How long the caller waits: its own timeout, and with a stale value in hand at most loaderSoftTimeout. */
+  #callerTimeoutMs<T>(read: ReadRequest<T>, stale: Entry | undefined): number | undefined {
+    const own = read.timeoutMs;
+    const soft = stale === undefined ? undefined : read.policy.loaderSoftTimeoutMs;
     if (own === undefined) return soft;
     return soft === undefined ? own : Math.min(own, soft);
   }
 
+  /** A fresh hit of the hot path: one caller, counted and reported like {@link #answer}. */
+  #hit<T>(key: string, entry: Entry<T>, startedAt: number, wants: Wants): T | ReadResult<T> {
+    const negative = isNegative(entry);
+    const runtime = this.#runtime;
+    runtime.stats.countRead('fresh', negative);
+    if (runtime.listeners.length > 0) {
+      runtime.emit({ type: 'read', key, path: 'fresh', negative, durationMs: elapsedMs(startedAt) });
+    }
+    return wants === 'value' ? entry.value : toResult(entry, 'fresh');
+  }
+
   /** Counts and reports the read (for every caller sharing it), and gives the caller its answer. */
   #answer<T>(
-    key: string,
+    read: ReadRequest<T>,
     entry: Entry<T>,
     path: ReadPath,
-    startedAt: number,
-    full: boolean,
-    shared?: SharedRead,
     revalidated?: Promise<ReadResult<T> | undefined>,
   ): T | ReadResult<T> {
     const negative = isNegative(entry);
-    const callers = 1 + (shared?.joiners ?? 0);
+    const callers = 1 + read.joiners;
     const runtime = this.#runtime;
     runtime.stats.countRead(path, negative, callers);
     if (runtime.listeners.length > 0) {
-      const durationMs = startedAt === 0 ? 0 : performance.now() - startedAt;
-      for (let i = 0; i < callers; i += 1) runtime.emit({ type: 'read', key, path, negative, durationMs });
+      const durationMs = elapsedMs(read.startedAt);
+      for (let i = 0; i < callers; i += 1) runtime.emit({ type: 'read', key: read.key, path, negative, durationMs });
     }
-    return full ? toResult(entry, path, revalidated) : entry.value;
+    return read.wants === 'value' ? entry.value : toResult(entry, path, revalidated);
   }
+}
+
+/** Milliseconds since `startedAt` (`performance.now()`), or 0 when it was not taken. */
+function elapsedMs(startedAt: number): number {
+  return startedAt === 0 ? 0 : performance.now() - startedAt;
+}
+
+/** Why a caller that had a stale value in hand gets it instead of an error. */
+function staleReason(error: unknown): 'loader-failed' | 'loader-timeout' | 'wait-timeout' | 'store-down' {
+  if (error instanceof LoaderTimeoutError || error instanceof WaitTimeoutError) return 'loader-timeout';
+  if (error instanceof UpstreamUnavailableError) return 'wait-timeout';
+  if (error instanceof StoreError) return 'store-down';
+  return 'loader-failed';
 }

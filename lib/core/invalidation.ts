@@ -1,9 +1,6 @@
-import { ConfigurationError } from '../errors/configuration.error.js';
-import { isValidKey } from '../errors/invalid-key.error.js';
-import type { InvalidationMode, KeyIndex } from '../stores/herd-store.interface.js';
-import type { EngineRuntime } from './engine-runtime.js';
+import { assertTags } from '../keys/valid-key.js';
 import type { Entry } from './entry.js';
-import { assertTags } from './fill-protocol.js';
+import type { HerdStore, InvalidationMode, KeyIndex } from './herd-store.interface.js';
 import { type ResolvedPolicy, maxLifetimeMs } from './policy.js';
 
 /** Store commands in flight at once while invalidating many keys (a tag, the dependents of a key). */
@@ -16,11 +13,15 @@ export const INVALIDATION_CONCURRENCY = 64;
  * call resolves.
  */
 export class Invalidation {
-  constructor(private readonly runtime: EngineRuntime) {}
+  readonly #store: HerdStore;
+
+  constructor(store: HerdStore) {
+    this.#store = store;
+  }
 
   /** Writes `entry` as the key's value (write-through); values derived from the key go stale. */
   async set(key: string, entry: Entry, policy: ResolvedPolicy): Promise<void> {
-    const { store } = this.runtime;
+    const store = this.#store;
     // Indexed before the write (a tag invalidated between the two cannot miss the new value), and
     // sent together with it, so writes of one process reach the store in the order they were made.
     assertTags(entry.tags ?? []);
@@ -33,23 +34,21 @@ export class Invalidation {
 
   /** Marks `key` and its dependents stale; true when `key` held a value. */
   async expire(key: string): Promise<boolean> {
-    const { existed } = await this.runtime.store.invalidate(key, 'stale');
+    const { existed } = await this.#store.invalidate(key, 'stale');
     await this.#cascade([key], 'stale');
     return existed;
   }
 
   async delete(key: string): Promise<boolean> {
-    const { existed } = await this.runtime.store.invalidate(key, 'delete');
+    const { existed } = await this.#store.invalidate(key, 'delete');
     await this.#cascade([key], 'delete');
     return existed;
   }
 
   /** Invalidates every key stored with `tag`, and their dependents; resolves how many held a value. */
   async tag(tag: string, mode: InvalidationMode): Promise<number> {
-    if (!isValidKey(tag)) {
-      throw new ConfigurationError('tag', 'a tag must be a non-empty string of well-formed Unicode');
-    }
-    const keys = await this.runtime.store.indexMembers({ tag });
+    assertTags([tag], 'tag');
+    const keys = await this.#store.indexMembers({ tag });
     const existed = await this.#invalidateAll(keys, mode);
     await this.#cascade(keys, mode);
     return existed;
@@ -60,7 +59,7 @@ export class Invalidation {
     const seen = new Set(roots);
     let frontier = roots;
     while (frontier.length > 0) {
-      const found = await inBatches(frontier, (key) => this.runtime.store.indexMembers(inputOf(key)));
+      const found = await inBatches(frontier, (key) => this.#store.indexMembers(inputOf(key)));
       const next = [...new Set(found.flat())].filter((key) => !seen.has(key));
       for (const key of next) seen.add(key);
       await this.#invalidateAll(next, mode);
@@ -69,7 +68,7 @@ export class Invalidation {
   }
 
   async #invalidateAll(keys: readonly string[], mode: InvalidationMode): Promise<number> {
-    const results = await inBatches(keys, (key) => this.runtime.store.invalidate(key, mode));
+    const results = await inBatches(keys, (key) => this.#store.invalidate(key, mode));
     return results.filter((result) => result.existed).length;
   }
 }

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { type Entry, isFresh } from './entry.js';
+import { type Entry, type InputBounds, isFresh } from './entry.js';
 
 /**
  * What a running loader has read from the same cache: a value derived from other keys is never
@@ -7,7 +7,7 @@ import { type Entry, isFresh } from './entry.js';
  * stale when it read a stale input or one that could not be tracked. Written by the engine's reads
  * made inside the loader, read once when its value is stored.
  */
-export class LoadScope {
+export class LoadScope implements InputBounds {
   /** Earliest soft expiry among the inputs (the read time for an input that was stale). */
   softBoundMs = Number.POSITIVE_INFINITY;
   /** Earliest hard expiry among the inputs. */

@@ -1,4 +1,5 @@
 import { deserialize, serialize } from 'node:v8';
+import { SerializationError } from '../errors/serialization.error.js';
 
 /**
  * How a value is stored:
@@ -46,6 +47,15 @@ export function decodeValue(payload: string, serializer: SerializerName): unknow
 export function roundTrip<T>(value: T, serializer: SerializerName): T {
   if (value === null || value === undefined) return value;
   return decodeValue(encodeValue(value, serializer), serializer) as T;
+}
+
+/** `value` as `serializer` stores it under `key` and every pod reads it back; SerializationError if it cannot. */
+export function storable<T>(key: string, value: T, serializer: SerializerName): T {
+  try {
+    return roundTrip(value, serializer);
+  } catch (error) {
+    throw new SerializationError(key, error, error instanceof UnserializableValue ? error.path : undefined);
+  }
 }
 
 function assertJson(value: unknown, path: string, seen: Set<object>): void {

@@ -13,14 +13,6 @@ export class InvalidKeyError extends HerdGuardError {
   }
 }
 
-/** A lone UTF-16 surrogate (half of a pair, alone): `\p{Cs}` matches only those in a `u` regex. */
-const LONE_SURROGATE = /\p{Cs}/u;
-
-/** True for a non-empty string without lone surrogates. */
-export function isValidKey(key: unknown): key is string {
-  return typeof key === 'string' && key.length > 0 && !LONE_SURROGATE.test(key);
-}
-
 function describe(value: unknown): string {
   if (value === '') return 'an empty string';
   if (value === null) return 'null';

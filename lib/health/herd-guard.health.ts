@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import type { BreakerState, StoreStatus } from '../stores/herd-store.interface.js';
+import type { BreakerState, StoreStatus } from '../core/herd-store.interface.js';
 import { HerdGuardService } from '../herd-guard.service.js';
 
 /** A health status as `@nestjs/terminus` reads it (terminus 11 knows only `up` and `down`). */

@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import type { CachePolicy } from '../core/policy.js';
 import type { PrometheusMetricsOptions } from '../metrics/prometheus-metrics.js';
-import type { HerdStore } from '../stores/herd-store.interface.js';
+import type { HerdStore } from '../core/herd-store.interface.js';
 import type { MemoryStoreOptions } from '../stores/memory/memory.store.js';
 import type { HerdGuardRedisOptions } from './herd-guard-redis-options.interface.js';
 

@@ -1,5 +1,5 @@
 import type { HerdEngine } from '../core/herd-engine.js';
-import { type HotKey, HotKeys } from '../core/hot-keys.js';
+import { type HotKey, HotKeys } from './hot-keys.js';
 
 /** The hottest keys of one cache, kept in bounded memory and never exported as metric labels. */
 export interface HotKeysSnapshot {

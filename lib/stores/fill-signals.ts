@@ -1,4 +1,4 @@
-import type { FillWatch } from './herd-store.interface.js';
+import type { FillWatch } from '../core/herd-store.interface.js';
 
 /**
  * In-process registry of followers waiting for a key to be filled. A store calls `notify(key)`

@@ -1,25 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { Controller, Get, Header, Headers, Injectable, type INestApplication, Module, Res } from '@nestjs/common';
+import { Controller, Get, Header, Headers, type INestApplication, Module, Res } from '@nestjs/common';
 import { APP_INTERCEPTOR, HttpAdapterHost } from '@nestjs/core';
 import request from 'supertest';
 import { CachedRoute, HerdGuardInterceptor, HerdGuardModule } from '../../lib/index.js';
 import { ADAPTERS, startHttpApp } from '../helpers/nest-app.js';
-
-/** Handler runs per route, per application. */
-@Injectable()
-class Runs {
-  readonly #runs = new Map<string, number>();
-
-  next(route: string): number {
-    const runs = (this.#runs.get(route) ?? 0) + 1;
-    this.#runs.set(route, runs);
-    return runs;
-  }
-
-  of(route: string): number {
-    return this.#runs.get(route) ?? 0;
-  }
-}
+import { Runs } from '../helpers/runs.js';
 
 type Request = { headers: Record<string, string | undefined> };
 

@@ -1,20 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { Controller, Get, Injectable, type INestApplication, Module, Redirect } from '@nestjs/common';
+import { Controller, Get, type INestApplication, Module, Redirect } from '@nestjs/common';
 import { APP_INTERCEPTOR } from '@nestjs/core';
 import request from 'supertest';
 import { HerdGuardInterceptor, HerdGuardModule } from '../../lib/index.js';
 import { ADAPTERS, startHttpApp } from '../helpers/nest-app.js';
-
-@Injectable()
-class Runs {
-  readonly #runs = new Map<string, number>();
-
-  next(route: string): number {
-    const runs = (this.#runs.get(route) ?? 0) + 1;
-    this.#runs.set(route, runs);
-    return runs;
-  }
-}
+import { Runs } from '../helpers/runs.js';
 
 /** Temporary redirects chosen per run, the way Nest documents dynamic `@Redirect()`. */
 @Controller()

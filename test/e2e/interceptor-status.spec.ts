@@ -22,21 +22,7 @@ import request from 'supertest';
 import { CachedRoute, HerdGuardInterceptor, HerdGuardModule, HerdGuardService } from '../../lib/index.js';
 import { deferred } from '../helpers/deferred.js';
 import { ADAPTERS, startHttpApp } from '../helpers/nest-app.js';
-
-@Injectable()
-class Runs {
-  readonly #runs = new Map<string, number>();
-
-  next(route: string): number {
-    const runs = (this.#runs.get(route) ?? 0) + 1;
-    this.#runs.set(route, runs);
-    return runs;
-  }
-
-  of(route: string): number {
-    return this.#runs.get(route) ?? 0;
-  }
-}
+import { Runs } from '../helpers/runs.js';
 
 /** Turns a `null` body into a 404, outside the cache (as the sample app does). */
 @Injectable()

@@ -1,43 +1,24 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { HerdEngine } from '../../lib/index.js';
-import { RedisStore, type RedisStoreOptions } from '../../lib/redis.js';
+import { describe, expect, it } from '@jest/globals';
+import type { RedisStoreOptions } from '../../lib/redis.js';
 import { sleep } from '../helpers/deferred.js';
 import { told } from '../helpers/notifications.js';
-import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
+import { useRedisServer } from '../helpers/redis-fixture.js';
 
 /**
  * What fills a pod's near cache. README (Near cache): "Each pod keeps copies of the envelopes it
  * reads and writes in its own memory (an LRU bounded by maxEntries and maxBytes...)".
  */
 
-let server: RedisServer;
 let run = 0;
-const opened: Array<{ close(): Promise<void> }> = [];
+const redis = useRedisServer();
 
-beforeAll(async () => {
-  server = await RedisServer.start();
-});
-
-afterEach(async () => {
-  for (const closable of opened.splice(0).reverse()) await closable.close();
-});
-
-afterAll(async () => {
-  await stopAllRedisServers();
-});
-
-async function startPod(namespace: string, options: Partial<RedisStoreOptions> = {}) {
-  const store = new RedisStore({ url: server.url, namespace, ...options });
-  opened.push(store);
-  await store.ready(10_000);
-  const engine = new HerdEngine({ store, policy: { soft: '1h' } });
-  opened.push(engine);
-  return { store, engine };
+function startPod(namespace: string, options: Partial<RedisStoreOptions> = {}) {
+  return redis.pod({ url: redis.server.url, namespace, ...options });
 }
 
 /** MGETs Redis ran while `action` ran (seen with MONITOR). */
 async function mgetsDuring(action: () => Promise<unknown>): Promise<number> {
-  const base = server.client();
+  const base = redis.server.client();
   const monitor = await base.monitor();
   let mgets = 0;
   monitor.on('monitor', (_time: string, args: string[]) => {
@@ -67,7 +48,7 @@ describe('near cache: capacity', () => {
 
     // Other pods load 200 keys this pod never reads (their traffic, not this pod's).
     for (let i = 0; i < 200; i += 1) await other.engine.getOrLoad(`theirs:${i}`, async () => `value ${i}`);
-    await told(server, reader.store);
+    await told(redis.server, reader.store);
 
     // This pod's working set is still answered from memory.
     const mgets = await mgetsDuring(() =>

@@ -1,13 +1,12 @@
 import { once } from 'node:events';
 import { type AddressInfo, type Server, type Socket, createConnection, createServer } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { HerdEngine } from '../../lib/index.js';
-import { RedisStore, type RedisStoreOptions } from '../../lib/redis.js';
+import { afterEach, describe, expect, it } from '@jest/globals';
+import type { RedisStore, RedisStoreOptions } from '../../lib/redis.js';
 import { HEARTBEAT_INTERVAL_MS } from '../../lib/stores/redis/redis.store.js';
 import { sleep, until } from '../helpers/deferred.js';
 import { FaultProxy, stopAllFaultProxies } from '../helpers/fault-proxy.js';
 import { told } from '../helpers/notifications.js';
-import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
+import { type RedisPod, useRedisServer } from '../helpers/redis-fixture.js';
 import { SplitConnections } from '../helpers/split-connections.js';
 
 /**
@@ -18,39 +17,19 @@ import { SplitConnections } from '../helpers/split-connections.js';
  * its own subscription within 1 s + commandTimeout".
  */
 
-let server: RedisServer;
 let run = 0;
-const opened: Array<{ close(): Promise<void> }> = [];
-
-beforeAll(async () => {
-  server = await RedisServer.start();
-});
+const redis = useRedisServer();
 
 afterEach(async () => {
-  for (const closable of opened.splice(0).reverse()) await closable.close();
   await stopAllFaultProxies();
 });
-
-afterAll(async () => {
-  await stopAllRedisServers();
-});
-
-interface Pod {
-  readonly store: RedisStore;
-  readonly engine: HerdEngine;
-}
 
 function trustBoundMs(commandTimeoutMs: number): number {
   return HEARTBEAT_INTERVAL_MS + commandTimeoutMs;
 }
 
-async function startPod(namespace: string, options: RedisStoreOptions): Promise<Pod> {
-  const store = new RedisStore({ namespace, ...options });
-  opened.push(store);
-  await store.ready(10_000);
-  const engine = new HerdEngine({ store, policy: { soft: '1h' } });
-  opened.push(engine);
-  return { store, engine };
+function startPod(namespace: string, options: RedisStoreOptions): Promise<RedisPod> {
+  return redis.pod({ namespace, ...options });
 }
 
 /** A pod whose commands go to `commandPort` and whose notifications come through `subscriberPort`. */
@@ -59,19 +38,19 @@ async function splitPod(
   commandPort: number,
   subscriberPort: number,
   options: Omit<RedisStoreOptions, 'client' | 'url' | 'namespace'> = {},
-): Promise<Pod> {
+): Promise<RedisPod> {
   const client = new SplitConnections(
-    { host: server.host, port: commandPort, enableOfflineQueue: false, maxRetriesPerRequest: 0 },
+    { host: redis.server.host, port: commandPort, enableOfflineQueue: false, maxRetriesPerRequest: 0 },
     subscriberPort,
   );
   client.on('error', () => undefined);
-  opened.push({ close: async () => client.disconnect() });
+  redis.closeAfterTest({ close: async () => client.disconnect() });
   return startPod(namespace, { client, ...options });
 }
 
 /** Resolves once Redis has executed an MGET of `key`'s envelope (seen with MONITOR). */
 async function executed(store: RedisStore, key: string, send: () => void): Promise<void> {
-  const base = server.client();
+  const base = redis.server.client();
   const monitor = await base.monitor();
   try {
     const valueKey = store.keys.for(key).value;
@@ -92,9 +71,9 @@ describe('near cache: notifications that arrive late', () => {
     const commandTimeoutMs = 500;
     const delayMs = 3_000;
     const namespace = `near-late${(run += 1)}`;
-    const notifications = await FaultProxy.start(server);
-    const late = await splitPod(namespace, server.port, notifications.port, { commandTimeout: commandTimeoutMs });
-    const other = await startPod(namespace, { url: server.url, commandTimeout: commandTimeoutMs });
+    const notifications = await FaultProxy.start(redis.server);
+    const late = await splitPod(namespace, redis.server.port, notifications.port, { commandTimeout: commandTimeoutMs });
+    const other = await startPod(namespace, { url: redis.server.url, commandTimeout: commandTimeoutMs });
     await late.engine.getOrLoad('k', async () => 'old');
 
     // An observer listens on the same path as the late pod's subscriber.
@@ -133,9 +112,9 @@ describe('near cache: a read that crosses a resubscribe', () => {
   it('does not keep, after it resubscribes, a copy read before an invalidation it never heard of', async () => {
     const commandTimeoutMs = 1_000;
     const namespace = `near-cross${(run += 1)}`;
-    const commands = await FaultProxy.start(server);
-    const notifications = await FaultProxy.start(server);
-    const other = await startPod(namespace, { url: server.url });
+    const commands = await FaultProxy.start(redis.server);
+    const notifications = await FaultProxy.start(redis.server);
+    const other = await startPod(namespace, { url: redis.server.url });
     await other.engine.set('k', 'old');
     const cut = await splitPod(namespace, commands.port, notifications.port, { commandTimeout: commandTimeoutMs });
 
@@ -171,10 +150,10 @@ describe('near cache: announcements under many keys', () => {
   it('does not keep a copy read before an invalidation it heard of, after 10,000 other keys were announced', async () => {
     const commandTimeoutMs = 2_000;
     const namespace = `near-many${(run += 1)}`;
-    const commands = await FaultProxy.start(server);
-    const other = await startPod(namespace, { url: server.url, commandTimeout: '10s' });
+    const commands = await FaultProxy.start(redis.server);
+    const other = await startPod(namespace, { url: redis.server.url, commandTimeout: '10s' });
     await other.engine.set('k', 'old');
-    const busy = await splitPod(namespace, commands.port, server.port, { commandTimeout: commandTimeoutMs });
+    const busy = await splitPod(namespace, commands.port, redis.server.port, { commandTimeout: commandTimeoutMs });
 
     // The busy pod reads k: Redis answers 'old', the reply is held on the way back.
     commands.pause('toClient');
@@ -192,7 +171,7 @@ describe('near cache: announcements under many keys', () => {
       );
       await Promise.all(batch);
     }
-    await told(server, busy.store);
+    await told(redis.server, busy.store);
 
     // The reply of the read sent before the delete arrives now.
     commands.resume('toClient');
@@ -207,7 +186,7 @@ describe('near cache: announcements under many keys', () => {
 describe('near cache: an event-loop stall', () => {
   it('keeps its copies after a stall that missed no message (the subscription never dropped)', async () => {
     const namespace = `near-stall${(run += 1)}`;
-    const pod = await startPod(namespace, { url: server.url, commandTimeout: 500 });
+    const pod = await startPod(namespace, { url: redis.server.url, commandTimeout: 500 });
     for (let i = 0; i < 20; i += 1) await pod.engine.getOrLoad(`k${i}`, async () => `v${i}`);
     expect(pod.store.nearCache.entries).toBe(20);
     await until(() => pod.store.nearCache.trusted, 5_000, 'copies to be trusted');
@@ -278,9 +257,9 @@ class SilencingForwarder {
 describe('near cache: a subscriber connection that dies silently', () => {
   it('gets its subscription back by itself when its heartbeats stop coming back while Redis answers', async () => {
     const namespace = `near-silent${(run += 1)}`;
-    const forwarder = await SilencingForwarder.start(server);
-    opened.push({ close: () => forwarder.stop() });
-    const pod = await splitPod(namespace, server.port, forwarder.port);
+    const forwarder = await SilencingForwarder.start(redis.server);
+    redis.closeAfterTest({ close: () => forwarder.stop() });
+    const pod = await splitPod(namespace, redis.server.port, forwarder.port);
     await pod.engine.getOrLoad('k', async () => 'v');
     expect(pod.store.health().status).toBe('up');
 
@@ -299,9 +278,9 @@ describe('near cache: Redis frozen past the trust bound', () => {
   it('answers a key it holds a copy of as stale without waiting for the command timeout', async () => {
     const commandTimeoutMs = 2_000;
     const namespace = `near-frozen${(run += 1)}`;
-    const pod = await startPod(namespace, { url: server.url, commandTimeout: commandTimeoutMs });
+    const pod = await startPod(namespace, { url: redis.server.url, commandTimeout: commandTimeoutMs });
     await pod.engine.getOrLoad('k', async () => 'cached');
-    server.freeze();
+    redis.server.freeze();
     try {
       // Redis answers nothing; after the bound the copies are no longer trusted as fresh.
       await until(() => !pod.store.nearCache.trusted, 2 * trustBoundMs(commandTimeoutMs), 'copies to go untrusted');
@@ -316,7 +295,7 @@ describe('near cache: Redis frozen past the trust bound', () => {
       expect(first).toEqual({ answered: 'cached', path: 'stale' });
       await read;
     } finally {
-      server.thaw();
+      redis.server.thaw();
     }
   }, 20_000);
 });
@@ -330,10 +309,10 @@ describe('near cache: Redis frozen past the trust bound', () => {
 describe('near cache: a read that finds the key deleted', () => {
   it('does not answer the deleted value (as stale) when the next read of Redis is slow', async () => {
     const namespace = `near-absent${(run += 1)}`;
-    const commands = await FaultProxy.start(server);
-    const notifications = await FaultProxy.start(server);
+    const commands = await FaultProxy.start(redis.server);
+    const notifications = await FaultProxy.start(redis.server);
     const pod = await splitPod(namespace, commands.port, notifications.port, { commandTimeout: 1_000 });
-    const other = await startPod(namespace, { url: server.url });
+    const other = await startPod(namespace, { url: redis.server.url });
     await pod.engine.getOrLoad('k', async () => 'old');
 
     // The pod's subscription goes away and cannot come back: its copies are no longer trusted.

@@ -1,9 +1,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { HerdEngine } from '../../lib/index.js';
-import { RedisStore } from '../../lib/redis.js';
-import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
+import { describe, expect, it } from '@jest/globals';
+import { useRedisServer } from '../helpers/redis-fixture.js';
 
 /**
  * What the near cache's byte bound costs in the heap. README (Near cache): copies are kept in "an
@@ -13,21 +11,7 @@ import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
 setFlagsFromString('--expose-gc');
 const collectGarbage = runInNewContext('gc') as () => void;
 
-let server: RedisServer;
-let opened: Array<{ close(): Promise<void> }> = [];
-
-beforeAll(async () => {
-  server = await RedisServer.start();
-});
-
-afterEach(async () => {
-  for (const closable of opened.reverse()) await closable.close();
-  opened = [];
-});
-
-afterAll(async () => {
-  await stopAllRedisServers();
-});
+const redis = useRedisServer();
 
 function heapUsedAfterGc(): number {
   collectGarbage();
@@ -38,11 +22,11 @@ function heapUsedAfterGc(): number {
 describe('near cache: memory', () => {
   it('holds its copies within about maxBytes of heap, whatever the shape of the values', async () => {
     const maxBytes = 4 * 1024 * 1024;
-    const store = new RedisStore({ url: server.url, namespace: 'near-memory', nearCache: { maxBytes } });
-    opened.push(store);
-    await store.ready(10_000);
-    const engine = new HerdEngine({ store, policy: { soft: '1h' } });
-    opened.push(engine);
+    const { store, engine } = await redis.pod({
+      url: redis.server.url,
+      namespace: 'near-memory',
+      nearCache: { maxBytes },
+    });
     // A plain value as loaders return it: a list of 500 timestamps (the default v8 serializer keeps Dates).
     const timestamps = (i: number): Date[] => Array.from({ length: 500 }, (_, j) => new Date(i * 1_000 + j));
 

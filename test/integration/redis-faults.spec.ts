@@ -1,5 +1,6 @@
 import { type CachePolicy, type Entry, HerdEngine, encodeEntry } from '../../lib/index.js';
 import { RedisStore, type RedisStoreOptions } from '../../lib/redis.js';
+import { counted } from '../helpers/counted.js';
 import { deferred, sleep, until } from '../helpers/deferred.js';
 import { FaultProxy, stopAllFaultProxies } from '../helpers/fault-proxy.js';
 import { told } from '../helpers/notifications.js';
@@ -39,15 +40,6 @@ async function pods(count: number, policy?: CachePolicy, store: Partial<RedisSto
   const all = Array.from({ length: count }, () => pod(namespace, server.url, policy, store));
   await Promise.all(all.map((each) => each.store.ready(10_000)));
   return { namespace, pods: all };
-}
-
-function counted<T>(value: () => T | Promise<T>) {
-  const loader = async (): Promise<T> => {
-    loader.calls += 1;
-    return value();
-  };
-  loader.calls = 0;
-  return loader;
 }
 
 describe('Redis faults: a stuck lease owner', () => {

@@ -1,36 +1,21 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterEach, describe, expect, it } from '@jest/globals';
 import { HerdEngine } from '../../lib/index.js';
 import { RedisStore } from '../../lib/redis.js';
 import { HEARTBEAT_INTERVAL_MS } from '../../lib/stores/redis/redis.store.js';
 import { deferred, sleep, until } from '../helpers/deferred.js';
 import { FaultProxy, stopAllFaultProxies } from '../helpers/fault-proxy.js';
-import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
+import { useRedisServer } from '../helpers/redis-fixture.js';
 import { SplitConnections } from '../helpers/split-connections.js';
 
-let server: RedisServer;
-const opened: Array<{ close(): Promise<void> }> = [];
-
-beforeAll(async () => {
-  server = await RedisServer.start();
-});
+const redis = useRedisServer();
 
 afterEach(async () => {
-  for (const closable of opened.splice(0).reverse()) await closable.close();
   await stopAllFaultProxies();
-});
-
-afterAll(async () => {
-  await stopAllRedisServers();
 });
 
 /** A pod: its own store (and so its own connections and fallback memory) and engine. */
 async function pod(url: string, namespace: string, nearCache: boolean): Promise<HerdEngine> {
-  const store = new RedisStore({ url, namespace, commandTimeout: '100ms', nearCache });
-  opened.push(store);
-  await store.ready(10_000);
-  const engine = new HerdEngine({ store, policy: { soft: '1h' } });
-  opened.push(engine);
-  return engine;
+  return (await redis.pod({ url, namespace, commandTimeout: '100ms', nearCache })).engine;
 }
 
 /** How long a pod's near cache may trust copies after its notifications stop (1 s + commandTimeout). */
@@ -46,11 +31,11 @@ describe.each([
   };
 
   it('does not serve as fresh a value another pod expired, while its own connection to Redis is cut', async () => {
-    const proxy = await FaultProxy.start(server);
+    const proxy = await FaultProxy.start(redis.server);
     // Pod A reaches Redis through the proxy (commands and notifications alike); pod B directly.
     const namespace = `partition-${nearCache}`;
     const a = await pod(proxy.url, namespace, nearCache);
-    const b = await pod(server.url, namespace, nearCache);
+    const b = await pod(redis.server.url, namespace, nearCache);
     await expect(a.read('product:9', () => 'old name')).resolves.toMatchObject({ path: 'miss' });
     await expect(a.read('product:9', () => 'unused')).resolves.toMatchObject({ value: 'old name', path: 'fresh' });
 
@@ -70,16 +55,16 @@ describe.each([
   });
 
   it('does not answer a read from an envelope a notification carried once another pod has invalidated the key', async () => {
-    const proxy = await FaultProxy.start(server);
+    const proxy = await FaultProxy.start(redis.server);
     // Pod A: commands straight to Redis (always answered), notifications through the proxy.
-    const client = new SplitConnections({ host: server.host, port: server.port }, proxy.port);
-    opened.push({ close: async () => client.disconnect() });
+    const client = new SplitConnections({ host: redis.server.host, port: redis.server.port }, proxy.port);
+    redis.closeAfterTest({ close: async () => client.disconnect() });
     const storeA = new RedisStore({ client, namespace: `window-${nearCache}`, nearCache, commandTimeout: '100ms' });
-    opened.push(storeA);
+    redis.closeAfterTest(storeA);
     await storeA.ready(10_000);
     const a = new HerdEngine({ store: storeA, policy: { soft: '1h' } });
-    opened.push(a);
-    const b = await pod(server.url, `window-${nearCache}`, nearCache);
+    redis.closeAfterTest(a);
+    const b = await pod(redis.server.url, `window-${nearCache}`, nearCache);
 
     // A loads k slowly (its fill watch is registered meanwhile); B writes k, which A hears about.
     const gate = deferred<string>();

@@ -1,11 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { Redis } from 'ioredis';
-import { HerdEngine } from '../../lib/index.js';
-import { RedisStore } from '../../lib/redis.js';
-import type { StoreSnapshot } from '../../lib/stores/herd-store.interface.js';
+import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import type { Redis } from 'ioredis';
+import type { StoreSnapshot } from '../../lib/index.js';
 import { sleep } from '../helpers/deferred.js';
 import { FaultProxy, stopAllFaultProxies } from '../helpers/fault-proxy.js';
-import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
+import { type RedisPod, useRedisServer } from '../helpers/redis-fixture.js';
 import { SplitConnections } from '../helpers/split-connections.js';
 
 /**
@@ -15,36 +13,20 @@ import { SplitConnections } from '../helpers/split-connections.js';
  * resolved meanwhile, is never theirs).
  */
 
-let server: RedisServer;
 let admin: Redis;
 let run = 0;
-const opened: Array<{ close(): Promise<void> }> = [];
+const redis = useRedisServer();
 
-beforeAll(async () => {
-  server = await RedisServer.start();
-  admin = new Redis(server.url);
+beforeAll(() => {
+  admin = redis.server.client(); // closed with the server
 });
 
 afterEach(async () => {
-  for (const closable of opened.splice(0).reverse()) await closable.close();
   await stopAllFaultProxies();
 });
 
-afterAll(async () => {
-  admin.disconnect();
-  await stopAllRedisServers();
-});
-
-async function pod(
-  connection: { url: string } | { client: Redis },
-  namespace: string,
-): Promise<{ store: RedisStore; engine: HerdEngine }> {
-  const store = new RedisStore({ ...connection, namespace, nearCache: false, commandTimeout: '2s' });
-  opened.push(store);
-  await store.ready(10_000);
-  const engine = new HerdEngine({ store, policy: { soft: '1h' } });
-  opened.push(engine);
-  return { store, engine };
+function pod(connection: { url: string } | { client: Redis }, namespace: string): Promise<RedisPod> {
+  return redis.pod({ ...connection, namespace, nearCache: false, commandTimeout: '2s' });
 }
 
 async function mgetCalls(): Promise<number> {
@@ -59,7 +41,7 @@ const valueOf = (snapshot: StoreSnapshot): unknown => (snapshot.entry as { value
 describe('Redis store without the near cache: reads of a key', () => {
   it('cost at most one MGET per round trip: readers that come while one is out share the next', async () => {
     const namespace = `read-sharing${(run += 1)}`;
-    const proxy = await FaultProxy.start(server);
+    const proxy = await FaultProxy.start(redis.server);
     const slow = await pod({ url: proxy.url }, namespace);
     await slow.engine.set('k', 'v1');
     proxy.delay(300, 'toClient');
@@ -78,16 +60,16 @@ describe('Redis store without the near cache: reads of a key', () => {
 
   it('never answer a reader with an MGET Redis ran before an invalidation that resolved before the reader came', async () => {
     const namespace = `read-sharing${(run += 1)}`;
-    const commands = await FaultProxy.start(server);
-    const notifications = await FaultProxy.start(server);
+    const commands = await FaultProxy.start(redis.server);
+    const notifications = await FaultProxy.start(redis.server);
     const client = new SplitConnections(
-      { host: server.host, port: commands.port, enableOfflineQueue: false, maxRetriesPerRequest: 0 },
+      { host: redis.server.host, port: commands.port, enableOfflineQueue: false, maxRetriesPerRequest: 0 },
       notifications.port,
     );
     client.on('error', () => undefined);
-    opened.push({ close: async () => client.disconnect() });
+    redis.closeAfterTest({ close: async () => client.disconnect() });
     const slow = await pod({ client }, namespace);
-    const other = await pod({ url: server.url }, namespace);
+    const other = await pod({ url: redis.server.url }, namespace);
     await other.engine.set('k', 'v1');
     // Its notification reaches the pod (through the proxy, in this process) first.
     await sleep(50);

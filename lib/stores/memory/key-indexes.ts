@@ -1,4 +1,4 @@
-import type { KeyIndex } from '../herd-store.interface.js';
+import type { KeyIndex } from '../../core/herd-store.interface.js';
 
 /** At most this often (store clock), every index is swept of members past their deadline. */
 const FULL_SWEEP_INTERVAL_MS = 60_000;

@@ -14,7 +14,7 @@ import type {
   LeaseAttempt,
   StoreHealth,
   StoreSnapshot,
-} from '../herd-store.interface.js';
+} from '../../core/herd-store.interface.js';
 import { KeyIndexes } from './key-indexes.js';
 
 export interface MemoryStoreOptions {

@@ -1,4 +1,4 @@
-import type { BreakerState } from '../herd-store.interface.js';
+import type { BreakerState } from '../../core/herd-store.interface.js';
 
 /**
  * Stops waiting on a store that keeps failing: after `threshold` consecutive failures it opens;

@@ -1,6 +1,11 @@
 import { LRUCache } from 'lru-cache';
 import { type Entry, decodeEntry, lifetimeLeftMs, markedStale } from '../../core/entry.js';
-import { CORRUPT_ENTRY, type InvalidationMode, type StoreRead, type StoreSnapshot } from '../herd-store.interface.js';
+import {
+  CORRUPT_ENTRY,
+  type InvalidationMode,
+  type StoreRead,
+  type StoreSnapshot,
+} from '../../core/herd-store.interface.js';
 import { estimateHeapBytes } from './heap-size.js';
 
 /** Bounds of the in-process copies. */

@@ -1,4 +1,4 @@
-import type { AcquireOptions, InvalidationMode } from '../herd-store.interface.js';
+import type { AcquireOptions, InvalidationMode } from '../../core/herd-store.interface.js';
 import { MAX_BROADCAST_ENVELOPE, keyPart } from './fill-message.js';
 import type { RedisKeyLayout } from './redis-keys.js';
 

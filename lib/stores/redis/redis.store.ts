@@ -17,7 +17,7 @@ import {
   type StoreHealth,
   type StoreRead,
   type StoreSnapshot,
-} from '../herd-store.interface.js';
+} from '../../core/herd-store.interface.js';
 import { CommandGate } from './command-gate.js';
 import { decodeFillMessage } from './fill-message.js';
 import { HEARTBEAT_INTERVAL_MS, Heartbeat } from './heartbeat.js';

@@ -8,21 +8,14 @@ import {
   LoaderTimeoutError,
   MemoryStore,
 } from '../../../lib/index.js';
+import { counted } from '../../helpers/counted.js';
 import { deferred, until } from '../../helpers/deferred.js';
-
-function counted<T>(impl: (context: LoadContext<T>) => T | Promise<T>) {
-  const loader = (context: LoadContext<T>): T | Promise<T> => {
-    loader.calls += 1;
-    return impl(context);
-  };
-  loader.calls = 0;
-  return loader;
-}
+import { memoryEngine } from '../../helpers/engine.js';
 
 /** A loader that never settles on its own: it rejects when its signal fires. */
 function hanging<T>() {
-  return counted<T>(
-    (context) =>
+  return counted(
+    (context: LoadContext<T>) =>
       new Promise<T>((_, reject) => {
         context.signal.addEventListener('abort', () => reject(context.signal.reason as Error), { once: true });
       }),
@@ -70,11 +63,11 @@ describe('HerdEngine faults', () => {
     ['policy.loaderHardTimeout', { loaderHardTimeout: 2 ** 31 }],
     ['policy.loaderSoftTimeout', { loaderSoftTimeout: '30d' }],
   ])('rejects %s longer than a timer can wait (2^31 - 1 ms)', (field, policy) => {
-    expect(() => new HerdEngine({ policy })).toThrow(expect.objectContaining({ field }) as unknown as Error);
+    expect(() => memoryEngine({ policy })).toThrow(expect.objectContaining({ field }) as unknown as Error);
   });
 
   it('rejects a per-call timeout longer than a timer can wait, and accepts long TTLs', async () => {
-    const engine = new HerdEngine({ policy: { soft: '30d', hard: '300d' } });
+    const engine = memoryEngine({ policy: { soft: '30d', hard: '300d' } });
     await expect(engine.getOrLoad('k', () => 1, { timeout: 2 ** 31 })).rejects.toBeInstanceOf(ConfigurationError);
     await expect(engine.getOrLoad('k', () => 1)).resolves.toBe(1);
   });
@@ -96,7 +89,7 @@ describe('HerdEngine faults', () => {
   });
 
   it('rejects keys and tags with a lone UTF-16 surrogate, which would collide with other keys once encoded', async () => {
-    const engine = new HerdEngine();
+    const engine = memoryEngine();
     await expect(engine.getOrLoad('product:\uD800', () => 1)).rejects.toBeInstanceOf(InvalidKeyError);
     await expect(engine.getOrLoad('product:\uDC00x', () => 1)).rejects.toBeInstanceOf(InvalidKeyError);
     await expect(engine.expireTag('t\uD800')).rejects.toBeInstanceOf(ConfigurationError);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { type CachePolicy, HerdEngine } from '../../../lib/index.js';
+import type { CachePolicy } from '../../../lib/index.js';
+import { memoryEngine } from '../../helpers/engine.js';
 
 /**
  * Policies written inline are resolved once per set of values. DESIGN (Quality bar): "Bad input gets
@@ -10,19 +11,31 @@ describe('per-call policies resolved by value', () => {
   it('refuses a backoff duration without a unit, also after a policy with the same number of milliseconds was used', () => {
     // As read from an environment variable: a string, not a number of milliseconds.
     const fromEnvironment = { backoff: { initial: '5000' } } as unknown as CachePolicy;
-    expect(() => new HerdEngine().policyFor(fromEnvironment)).toThrow(/policy\.backoff\.initial/);
+    expect(() => memoryEngine().policyFor(fromEnvironment)).toThrow(/policy\.backoff\.initial/);
 
-    const engine = new HerdEngine();
+    const engine = memoryEngine();
     engine.policyFor({ backoff: { initial: 5_000 } });
     expect(() => engine.policyFor({ backoff: { initial: '5000' } } as unknown as CachePolicy)).toThrow(
       /policy\.backoff\.initial/,
     );
   });
+
+  it('resolves a policy written inline once per set of values, not once per call', () => {
+    const engine = memoryEngine({ policy: { soft: '10s' } });
+    const first = engine.policyFor({ soft: '1m', backoff: { initial: '2s' } });
+    expect(engine.policyFor({ soft: '1m', backoff: { initial: '2s' } })).toBe(first);
+    expect(engine.policyFor({ backoff: { initial: '2s' }, soft: '1m' })).toEqual(first);
+    expect(engine.policyFor({ soft: '1m', backoff: { initial: '3s' } })).not.toBe(first);
+    expect(engine.policyFor({ soft: 60_000 })).not.toBe(first);
+    // A bad policy is still refused every time.
+    expect(() => engine.policyFor({ soft: '1m', sfot: '2m' } as never)).toThrow(/policy\.sfot/);
+    expect(() => engine.policyFor({ soft: '1m', sfot: '2m' } as never)).toThrow(/policy\.sfot/);
+  });
 });
 
 describe('the serializer chosen per call', () => {
   it('stores with the call policy serializer: json refuses a Date naming its path, v8 (the default) keeps it', async () => {
-    const engine = new HerdEngine();
+    const engine = memoryEngine();
     try {
       const since = new Date('2026-01-02T03:04:05Z');
       await expect(

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { ConfigurationError, HerdEngine, type CachePolicy, parseDuration, resolvePolicy } from '../../../lib/index.js';
+import { ConfigurationError, type CachePolicy, parseDuration, resolvePolicy } from '../../../lib/index.js';
+import { memoryEngine } from '../../helpers/engine.js';
 
 function fieldOf(run: () => unknown): string | undefined {
   try {
@@ -88,11 +89,11 @@ describe('resolvePolicy', () => {
   });
 
   it('fails engine construction on an invalid default policy', () => {
-    expect(() => new HerdEngine({ policy: { soft: '1m', hard: '30s' } })).toThrow(/policy\.hard/);
+    expect(() => memoryEngine({ policy: { soft: '1m', hard: '30s' } })).toThrow(/policy\.hard/);
   });
 
   it('rejects an invalid per-call policy on the call, typed', async () => {
-    const engine = new HerdEngine();
+    const engine = memoryEngine();
     await expect(engine.getOrLoad('k', () => 1, { policy: { soft: 'forever' as never } })).rejects.toMatchObject({
       code: 'HERD_GUARD_CONFIG',
       field: 'policy.soft',

@@ -3,6 +3,7 @@ import { ForbiddenException, type LoggerService, NotFoundException } from '@nest
 import { EventLogger, HerdEngine, MemoryStore, type Entry, type LeaseAttempt } from '../../../lib/index.js';
 import { ManualClock } from '../../helpers/clock.js';
 import { until } from '../../helpers/deferred.js';
+import { memoryEngine } from '../../helpers/engine.js';
 
 class RecordingLogger implements LoggerService {
   readonly lines: Array<{ level: string; message: unknown }> = [];
@@ -22,7 +23,7 @@ class RecordingLogger implements LoggerService {
 
 describe('EventLogger', () => {
   it('logs loads and lease results but never a line per hit', async () => {
-    const engine = new HerdEngine();
+    const engine = memoryEngine();
     const logger = new RecordingLogger();
     const events = new EventLogger(engine, logger);
     await engine.getOrLoad('k', async () => 'v');

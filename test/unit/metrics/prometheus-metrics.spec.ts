@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { BadRequestException, ServiceUnavailableException } from '@nestjs/common';
 import { Registry } from 'prom-client';
-import { HerdEngine, PrometheusMetrics } from '../../../lib/index.js';
+import { PrometheusMetrics } from '../../../lib/index.js';
+import { memoryEngine } from '../../helpers/engine.js';
 
 function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
   const wanted = Object.entries(labels).map(([label, value]) => `${label}="${value}"`);
@@ -17,7 +18,7 @@ function sample(text: string, name: string, labels: Record<string, string>): num
 describe('PrometheusMetrics', () => {
   it('counts reads by result, loads, coalesced callers and loader durations in the given registry', async () => {
     const registry = new Registry();
-    const engine = new HerdEngine({ policy: { negativeTtl: '1m' } });
+    const engine = memoryEngine({ policy: { negativeTtl: '1m' } });
     const metrics = await PrometheusMetrics.create(engine, { registry });
     await Promise.all(Array.from({ length: 5 }, () => engine.getOrLoad('k', async () => 'v')));
     await engine.getOrLoad('k', async () => 'v');
@@ -41,7 +42,7 @@ describe('PrometheusMetrics', () => {
 
   it('counts a loader that answers with a client error (HttpException 4xx) as uncached, not as a loader error', async () => {
     const registry = new Registry();
-    const engine = new HerdEngine();
+    const engine = memoryEngine();
     const metrics = await PrometheusMetrics.create(engine, { registry });
     await engine.getOrLoad('k', async () => Promise.reject(new BadRequestException('bad id'))).catch(() => undefined);
     await engine.getOrLoad('k', async () => Promise.reject(new ServiceUnavailableException())).catch(() => undefined);
@@ -54,8 +55,8 @@ describe('PrometheusMetrics', () => {
 
   it('lets two caches share one registry, told apart by the cache label', async () => {
     const registry = new Registry();
-    const first = new HerdEngine();
-    const second = new HerdEngine();
+    const first = memoryEngine();
+    const second = memoryEngine();
     const a = await PrometheusMetrics.create(first, { registry, cacheName: 'products' });
     const b = await PrometheusMetrics.create(second, { registry, cacheName: 'users' });
     await first.getOrLoad('k', async () => 1);
@@ -71,7 +72,7 @@ describe('PrometheusMetrics', () => {
 
   it('rejects a prefix Prometheus would not accept', async () => {
     await expect(
-      PrometheusMetrics.create(new HerdEngine(), { registry: new Registry(), prefix: 'bad-prefix' }),
+      PrometheusMetrics.create(memoryEngine(), { registry: new Registry(), prefix: 'bad-prefix' }),
     ).rejects.toMatchObject({
       field: 'metrics.prefix',
     });

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import type { INestApplicationContext } from '@nestjs/common';
-import { type Observable, lastValueFrom, of, toArray } from 'rxjs';
+import { lastValueFrom, of, toArray } from 'rxjs';
 import { ConfigurationError, HerdGuardModule, HerdGuardService, LoaderFailedError } from '../../../lib/index.js';
+import { counted } from '../../helpers/counted.js';
 import { deferred, flush } from '../../helpers/deferred.js';
 import { startContext } from '../../helpers/nest-app.js';
 
@@ -16,15 +17,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await app.close();
 });
-
-function counted<T>(impl: () => T | Promise<T> | Observable<T>) {
-  const loader = () => {
-    loader.calls += 1;
-    return impl();
-  };
-  loader.calls = 0;
-  return loader;
-}
 
 describe('HerdGuardService reads', () => {
   it('calls the loader once for 500 concurrent callers of one key', async () => {

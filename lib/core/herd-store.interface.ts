@@ -1,4 +1,4 @@
-import type { Entry } from '../core/entry.js';
+import type { Entry } from './entry.js';
 
 /** Returned as a snapshot's entry when the key holds something that cannot be decoded. Counted as a miss. */
 export const CORRUPT_ENTRY: unique symbol = Symbol('herd-guard.corrupt-entry');
@@ -91,10 +91,10 @@ export interface StoreHealth {
 export type KeyIndex = { readonly tag: string } | { readonly inputOf: string };
 
 /**
- * Where envelopes, versions and leases live. herd-guard ships a bounded in-memory store (one
- * process) and a Redis store (a cluster of processes); both pass the same contract tests. The
- * order of a key's writes, the lease ownership check and the fence are decided here, atomically;
- * the engine only reads the verdicts.
+ * Where envelopes, versions and leases live: core defines this port, and the memory and Redis
+ * stores implement it (both pass the same contract tests). The order of a key's writes, the lease
+ * ownership check and the fence are decided here, atomically; the engine only reads the verdicts.
+ * See docs/invalidation.md and docs/redis.md.
  */
 export interface HerdStore {
   /** Short name for logs and metrics (`memory`, `redis`). */
@@ -102,20 +102,17 @@ export interface HerdStore {
   /** One read; may answer synchronously. Never rejects for a corrupt entry (its entry is {@link CORRUPT_ENTRY}). */
   get(key: string): StoreSnapshot | Promise<StoreSnapshot>;
   /**
-   * Stores the value loaded under `lease` (its `version` must be `lease.fence`) if the key is still
-   * at that version, releases the lease if still held, and wakes followers, as one step. Resolves
-   * `false` when the load was fenced (an invalidation or another grant came first): nothing is written.
-   * One grant does not fence it: a lease taken over from `lease` as `stuck`, while it holds (the slow
-   * holder's value is as good as its rescuer's, and ready first); it is then stored under the key's
-   * current version.
-   * Without a lease (the store could not be reached when the load began) nothing shared is written
-   * (`false`); a store may keep the value for this process alone.
+   * Stores a value loaded under `lease` (`entry.version` is `lease.fence`) unless fenced, releases
+   * the lease and wakes followers, in one step; `false` when fenced. A `stuck` takeover of `lease`
+   * does not fence it (the slow holder's value is as good as its rescuer's): it is stored under the
+   * key's current version. Without a lease nothing shared is written (`false`; a store may keep
+   * the value for this process alone).
    */
   fill(key: string, entry: Entry, lease: Lease | undefined): Promise<boolean>;
   /**
-   * Writes `entry` as the key's new value whatever the key held (a write-through): advances the
-   * version, revokes any lease (fencing running loads) and wakes followers. Resolves the new version.
-   * Stores keep an entry for `lifetimeLeftMs(entry)` (never comparing their clock with the writer's).
+   * Writes `entry` whatever the key held (write-through): advances the version, revokes any lease
+   * and wakes followers; resolves the new version. Kept for `lifetimeLeftMs(entry)`, so no store
+   * compares its clock with the writer's.
    */
   set(key: string, entry: Entry): Promise<number>;
   /** Advances the version, revokes any lease, marks the value stale or removes it, and notifies. */

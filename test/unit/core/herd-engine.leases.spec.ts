@@ -1,0 +1,74 @@
+import { describe, expect, it } from '@jest/globals';
+import { HerdEngine, type LoadContext, MemoryStore } from '../../../lib/index.js';
+import { counted } from '../../helpers/counted.js';
+import { deferred, flush, sleep, until } from '../../helpers/deferred.js';
+import { memoryEngine } from '../../helpers/engine.js';
+
+describe('HerdEngine leases across processes sharing one store', () => {
+  it('makes a follower wait for the lease owner and wakes it with the fill, without loading', async () => {
+    const store = new MemoryStore();
+    const owner = new HerdEngine({ store });
+    const follower = new HerdEngine({ store });
+    const gate = deferred<string>();
+    const ownerLoader = counted(() => gate.promise);
+    const followerLoader = counted(() => 'should not run');
+    const owned = owner.getOrLoad('k', ownerLoader);
+    await flush();
+    const followed = follower.read('k', followerLoader);
+    await until(() => follower.stats().waits.started === 1);
+    gate.resolve('filled');
+    await expect(owned).resolves.toBe('filled');
+    await expect(followed).resolves.toMatchObject({ value: 'filled', path: 'miss' });
+    expect(followerLoader.calls).toBe(0);
+    // Woken by the fill itself: it never had to take the lease (which a timed-out follower would).
+    expect(follower.stats().leases.acquired).toBe(0);
+    expect(store.watchers).toBe(0);
+  });
+
+  it("takes a stuck owner's lease over after waitTimeout: one takeover load, and the stuck load is fenced", async () => {
+    const store = new MemoryStore();
+    const owner = new HerdEngine({ store, policy: { leaseTtl: '10s' } });
+    const gate = deferred<string>();
+    const owned = owner.getOrLoad('k', () => gate.promise);
+    await flush();
+    const followers = [1, 2, 3].map(() => new HerdEngine({ store, policy: { waitTimeout: '30ms' } }));
+    const takeover = counted((context: LoadContext<string>) =>
+      context.fence === undefined ? 'unleased' : 'taken over',
+    );
+    const answers = await Promise.all(followers.map((follower) => follower.getOrLoad('k', takeover)));
+    expect(answers).toEqual(['taken over', 'taken over', 'taken over']);
+    expect(takeover.calls).toBe(1);
+    gate.resolve('stuck');
+    await expect(owned).resolves.toBe('stuck');
+    await expect(followers[0]!.getOrLoad('k', takeover)).resolves.toBe('taken over');
+  });
+
+  it('keeps the lease alive while a load outlives the lease TTL, so no second loader starts', async () => {
+    const store = new MemoryStore();
+    const a = new HerdEngine({ store, policy: { leaseTtl: '30ms', waitTimeout: '2s' } });
+    const b = new HerdEngine({ store, policy: { leaseTtl: '30ms', waitTimeout: '2s' } });
+    const gate = deferred<string>();
+    const loader = counted(() => gate.promise);
+    const first = a.getOrLoad('k', loader);
+    await sleep(100); // over three lease TTLs
+    const second = b.getOrLoad('k', loader);
+    await until(() => b.stats().waits.started === 1);
+    gate.resolve('once');
+    await expect(Promise.all([first, second])).resolves.toEqual(['once', 'once']);
+    expect(loader.calls).toBe(1);
+  });
+
+  it('hands each new lease a larger fencing number', async () => {
+    const engine = memoryEngine({ policy: { soft: '1ms', hard: '1ms', jitter: 0 } });
+    const fences: number[] = [];
+    for (let i = 0; i < 3; i += 1) {
+      await engine.getOrLoad('k', (context) => {
+        fences.push(context.fence!);
+        return i;
+      });
+      await sleep(2);
+    }
+    expect(fences[1]).toBeGreaterThan(fences[0]!);
+    expect(fences[2]).toBeGreaterThan(fences[1]!);
+  });
+});
