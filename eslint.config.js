@@ -4,7 +4,15 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['dist/', 'dist-sample/', '.test-build/', '.bench-build/', 'node_modules/', 'coverage/', 'bench/results/'],
+    ignores: [
+      'dist/',
+      'dist-sample/',
+      '.test-build/',
+      '.bench-build/',
+      'node_modules/',
+      'coverage/',
+      'bench/results/',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,
@@ -15,7 +23,10 @@ export default tseslint.config(
     },
     rules: {
       '@typescript-eslint/no-explicit-any': 'error',
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
+      ],
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
     },
   },

@@ -11,7 +11,10 @@ const config: Config = {
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true }],
     // Fastify's inject (light-my-request, CommonJS) require()s the ESM-only cookie@2.
-    '/node_modules/cookie/.+\\.js$': ['ts-jest', { useESM: false, tsconfig: { allowJs: true, module: 'commonjs' } }],
+    '/node_modules/cookie/.+\\.js$': [
+      'ts-jest',
+      { useESM: false, tsconfig: { allowJs: true, module: 'commonjs' } },
+    ],
   },
   transformIgnorePatterns: ['^(?!.*/node_modules/cookie/).*/node_modules/'],
   testTimeout: 30_000,

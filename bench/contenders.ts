@@ -4,7 +4,11 @@
  */
 import { bentocachePeer } from './peers/bentocache.peer.js';
 import { cacheManagerPeer } from './peers/cache-manager.peer.js';
-import { herdGuardMemoryPeer, herdGuardRedisPeer, herdGuardRedisStrictPeer } from './peers/herd-guard.peer.js';
+import {
+  herdGuardMemoryPeer,
+  herdGuardRedisPeer,
+  herdGuardRedisStrictPeer,
+} from './peers/herd-guard.peer.js';
 import { noProtectionPeer } from './peers/no-protection.peer.js';
 import { type PeerFactory } from './peers/peer.js';
 import { singleflightPeer } from './peers/singleflight.peer.js';
@@ -28,7 +32,9 @@ export const SINGLEFLIGHT = singleflightPeer.name;
 export function contenderByName(name: string): PeerFactory {
   const found = CONTENDERS.find((contender) => contender.name === name);
   if (found === undefined) {
-    throw new Error(`unknown contender ${JSON.stringify(name)}; known: ${CONTENDERS.map((c) => c.name).join(', ')}`);
+    throw new Error(
+      `unknown contender ${JSON.stringify(name)}; known: ${CONTENDERS.map((c) => c.name).join(', ')}`,
+    );
   }
   return found;
 }

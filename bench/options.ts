@@ -66,13 +66,16 @@ export function parseOptions(argv: readonly string[]): BenchOptions | 'help' {
   const flags = new Set<string>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
-    if (!arg.startsWith('--')) throw new Error(`unexpected argument ${JSON.stringify(arg)}\n${USAGE}`);
+    if (!arg.startsWith('--'))
+      throw new Error(`unexpected argument ${JSON.stringify(arg)}\n${USAGE}`);
     const [name, inline] = arg.slice(2).split('=', 2) as [string, string | undefined];
     if (['procs', 'quick', 'help'].includes(name)) {
       flags.add(name);
       continue;
     }
-    if (!['scenario', 'scenarios', 'pods', 'callers', 'loader-ms', 'contenders', 'out'].includes(name)) {
+    if (
+      !['scenario', 'scenarios', 'pods', 'callers', 'loader-ms', 'contenders', 'out'].includes(name)
+    ) {
       throw new Error(`unknown flag --${name}\n${USAGE}`);
     }
     const value = inline ?? argv[++i];
@@ -105,6 +108,7 @@ function list(value: string | undefined): string[] {
 function positiveInt(name: string, value: string | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 1) throw new Error(`--${name} expects a positive integer, got ${value}`);
+  if (!Number.isInteger(parsed) || parsed < 1)
+    throw new Error(`--${name} expects a positive integer, got ${value}`);
   return parsed;
 }

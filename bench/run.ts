@@ -19,7 +19,12 @@ import { renderTable, type Table } from './harness/markdown.js';
 import { renderChart } from './harness/svg-chart.js';
 import { type BenchOptions, parseOptions, resultFiles, USAGE } from './options.js';
 import { SCENARIOS } from './scenarios/index.js';
-import { type ChartData, type ScenarioContext, type ScenarioOutcome, type TargetCheck } from './scenarios/scenario.js';
+import {
+  type ChartData,
+  type ScenarioContext,
+  type ScenarioOutcome,
+  type TargetCheck,
+} from './scenarios/scenario.js';
 
 /** The chart shows the first of these scenarios that ran. */
 const CHART_PREFERENCE = ['S4', 'S3'];
@@ -35,8 +40,11 @@ async function main(): Promise<void> {
   const options = parsed;
   const scenarios = selectScenarios(options);
   const contenders =
-    options.contenders.length === 0 ? CONTENDERS : CONTENDERS.filter((c) => options.contenders.includes(c.name));
-  if (contenders.length === 0) throw new Error(`no contender matches --contenders ${options.contenders.join(',')}`);
+    options.contenders.length === 0
+      ? CONTENDERS
+      : CONTENDERS.filter((c) => options.contenders.includes(c.name));
+  if (contenders.length === 0)
+    throw new Error(`no contender matches --contenders ${options.contenders.join(',')}`);
   const files = resultFiles(options);
   // --out is relative to where the command runs; the defaults to the repository root.
   const outDir = options.outDir === undefined ? join(REPO_ROOT, files.dir) : resolve(files.dir);
@@ -50,19 +58,23 @@ async function main(): Promise<void> {
   const redis = await RedisServer.start();
   const runId = Date.now().toString(36);
   let namespaces = 0;
-  const freshNamespace = (label: string): string => `b${runId}.${++namespaces}.${label}`.slice(0, 64);
+  const freshNamespace = (label: string): string =>
+    `b${runId}.${++namespaces}.${label}`.slice(0, 64);
   const host: ClusterHost = options.procs
     ? new ProcessHost(redis.url, options.pods)
     : new LocalHost(redis.url, options.pods);
   const startedAt = Date.now();
   const progress = (line: string): void => {
-    process.stderr.write(`[${((Date.now() - startedAt) / 1000).toFixed(1).padStart(6)} s] ${line}\n`);
+    process.stderr.write(
+      `[${((Date.now() - startedAt) / 1000).toFixed(1).padStart(6)} s] ${line}\n`,
+    );
   };
   const context: ScenarioContext = {
     options,
     redisUrl: redis.url,
     contenders,
-    openCluster: (contender, scenarioId) => host.open(contender, freshNamespace(`${scenarioId}.${contender.name}`)),
+    openCluster: (contender, scenarioId) =>
+      host.open(contender, freshNamespace(`${scenarioId}.${contender.name}`)),
     freshNamespace,
     progress,
     pinToOneCpu: () => pinToOneCpu([process.pid, redis.pid]),
@@ -116,7 +128,9 @@ async function main(): Promise<void> {
         options,
         mode: host.mode,
         contenders: contenders.map((c) => ({ name: c.name, description: c.description })),
-        scenarios: Object.fromEntries(outcomes.map(({ id, title, outcome }) => [id, { title, ...asJson(outcome) }])),
+        scenarios: Object.fromEntries(
+          outcomes.map(({ id, title, outcome }) => [id, { title, ...asJson(outcome) }]),
+        ),
         targets,
       },
       // Microsecond precision is plenty and keeps the file small.
@@ -136,15 +150,21 @@ async function main(): Promise<void> {
     writeFileSync(svgPath, renderChart(chart, HERD_GUARD_REDIS));
     written.push(svgPath);
   }
-  console.log(`\nWrote ${written.join(', ')}.${chart === undefined ? ' (No chart: run S4 or S3 for it.)' : ''}`);
+  console.log(
+    `\nWrote ${written.join(', ')}.${chart === undefined ? ' (No chart: run S4 or S3 for it.)' : ''}`,
+  );
   progress(`done in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
 }
 
 function selectScenarios(options: BenchOptions): typeof SCENARIOS {
   if (options.scenarios.length === 0) return SCENARIOS;
-  const unknown = options.scenarios.filter((id) => !SCENARIOS.some((scenario) => scenario.id === id));
+  const unknown = options.scenarios.filter(
+    (id) => !SCENARIOS.some((scenario) => scenario.id === id),
+  );
   if (unknown.length > 0) {
-    throw new Error(`unknown scenario ${unknown.join(', ')}; known: ${SCENARIOS.map((s) => s.id).join(', ')}`);
+    throw new Error(
+      `unknown scenario ${unknown.join(', ')}; known: ${SCENARIOS.map((s) => s.id).join(', ')}`,
+    );
   }
   return SCENARIOS.filter((scenario) => options.scenarios.includes(scenario.id));
 }
@@ -155,7 +175,9 @@ function header(options: BenchOptions, redisVersion: string, mode: string): stri
     '',
     `- ${options.pods} pods x ${options.callers} callers, loader ${options.loaderMs} ms, pods ${mode === 'processes' ? 'in one OS process each (--procs)' : 'in one process'}${options.quick ? ', quick run' : ''}`,
     `- Node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? 'unknown'}), redis-server ${redisVersion} (private, started by the bench)`,
-    `- contenders: ${CONTENDERS.filter((c) => options.contenders.length === 0 || options.contenders.includes(c.name))
+    `- contenders: ${CONTENDERS.filter(
+      (c) => options.contenders.length === 0 || options.contenders.includes(c.name),
+    )
       .map((c) => `\`${c.name}\` (${c.description})`)
       .join('; ')}`,
   ].join('\n');
@@ -163,7 +185,8 @@ function header(options: BenchOptions, redisVersion: string, mode: string): stri
 
 function summaryTable(options: BenchOptions, targets: readonly TargetCheck[]): Table {
   const met = targets.filter((target) => target.met).length;
-  const defaults = options.pods === 8 && options.callers === 250 && options.loaderMs === 100 && !options.quick;
+  const defaults =
+    options.pods === 8 && options.callers === 250 && options.loaderMs === 100 && !options.quick;
   return {
     title: `Targets for ${HERD_GUARD_REDIS}: ${met} of ${targets.length} met`,
     headers: ['scenario', 'target', 'measured', 'met'],
@@ -176,7 +199,9 @@ function summaryTable(options: BenchOptions, targets: readonly TargetCheck[]): T
     ]),
     notes: defaults
       ? []
-      : ['The targets are stated for 8 pods x 250 callers, loader 100 ms; this run used other settings.'],
+      : [
+          'The targets are stated for 8 pods x 250 callers, loader 100 ms; this run used other settings.',
+        ],
   };
 }
 
@@ -192,7 +217,12 @@ async function redisServerVersion(server: RedisServer): Promise<string> {
 }
 
 function asJson(outcome: ScenarioOutcome): Record<string, unknown> {
-  return { tables: outcome.tables, targets: outcome.targets, data: outcome.data, chart: outcome.chart };
+  return {
+    tables: outcome.tables,
+    targets: outcome.targets,
+    data: outcome.data,
+    chart: outcome.chart,
+  };
 }
 
 main().catch((error: unknown) => {

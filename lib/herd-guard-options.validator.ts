@@ -16,7 +16,10 @@ const MODULE_FIELDS: ReadonlySet<string> = new Set([
   'hotKeys',
 ]);
 const MEMORY_FIELDS: ReadonlySet<string> = new Set(['maxEntries', 'now']);
-/** Every field of {@link RedisStoreOptions} (`satisfies` fails the build when one is added there and not here). */
+/**
+ * Every field of {@link RedisStoreOptions} (`satisfies` fails the build when one is added there and
+ * not here).
+ */
 const REDIS_FIELDS: ReadonlySet<string> = new Set(
   Object.keys({
     url: true,
@@ -61,7 +64,10 @@ export function validateModuleOptions(input: unknown): HerdGuardModuleOptions {
       );
     }
     if (!MODULE_FIELDS.has(name)) {
-      throw new ConfigurationError(name, `unknown option; known options are ${[...MODULE_FIELDS].join(', ')}`);
+      throw new ConfigurationError(
+        name,
+        `unknown option; known options are ${[...MODULE_FIELDS].join(', ')}`,
+      );
     }
   }
   const { store, redis, memory, namespace, policy, metrics, logging, hotKeys } = input;
@@ -89,7 +95,10 @@ export function validateModuleOptions(input: unknown): HerdGuardModuleOptions {
     typeof logging !== 'boolean' &&
     !(isRecord(logging) && typeof logging['log'] === 'function')
   ) {
-    throw new ConfigurationError('logging', `expected true, false or a LoggerService, received ${describe(logging)}`);
+    throw new ConfigurationError(
+      'logging',
+      `expected true, false or a LoggerService, received ${describe(logging)}`,
+    );
   }
   if (
     hotKeys !== undefined &&
@@ -105,11 +114,17 @@ export function validateModuleOptions(input: unknown): HerdGuardModuleOptions {
 
 function assertStore(store: unknown): void {
   if (!isRecord(store)) {
-    throw new ConfigurationError('store', `expected a HerdStore instance, received ${describe(store)}`);
+    throw new ConfigurationError(
+      'store',
+      `expected a HerdStore instance, received ${describe(store)}`,
+    );
   }
   const missing = STORE_METHODS.filter((method) => typeof store[method] !== 'function');
   if (missing.length > 0) {
-    throw new ConfigurationError('store', `expected a HerdStore instance; it has no ${missing.join(', ')} method`);
+    throw new ConfigurationError(
+      'store',
+      `expected a HerdStore instance; it has no ${missing.join(', ')} method`,
+    );
   }
 }
 
@@ -119,7 +134,10 @@ function assertRedis(redis: unknown): void {
     return;
   }
   if (!isRecord(redis)) {
-    throw new ConfigurationError('redis', `expected a URL or RedisStoreOptions, received ${describe(redis)}`);
+    throw new ConfigurationError(
+      'redis',
+      `expected a URL or RedisStoreOptions, received ${describe(redis)}`,
+    );
   }
   for (const name of Object.keys(redis)) {
     if (!REDIS_FIELDS.has(name)) {
@@ -132,10 +150,14 @@ function assertRedis(redis: unknown): void {
   if (redis['url'] !== undefined) assertRedisUrl(redis['url'], 'redis.url');
 }
 
-/** `redis[s]://[[user]:password@]host[:port][/db]`, as ioredis reads it; anything else fails at start. */
+/**
+ * `redis[s]://[[user]:password@]host[:port][/db]`, as ioredis reads it; anything else fails at
+ * start.
+ */
 function assertRedisUrl(url: unknown, field: string): void {
   const expected = 'expected redis://[:password@]host[:port][/db] or rediss://…';
-  if (typeof url !== 'string') throw new ConfigurationError(field, `${expected}, received ${describe(url)}`);
+  if (typeof url !== 'string')
+    throw new ConfigurationError(field, `${expected}, received ${describe(url)}`);
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -143,13 +165,19 @@ function assertRedisUrl(url: unknown, field: string): void {
     throw new ConfigurationError(field, `${expected}, received ${describe(url)}: not a URL`);
   }
   if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') {
-    throw new ConfigurationError(field, `${expected}, received ${describe(url)}: the scheme is ${parsed.protocol}`);
+    throw new ConfigurationError(
+      field,
+      `${expected}, received ${describe(url)}: the scheme is ${parsed.protocol}`,
+    );
   }
   if (parsed.hostname === '') {
     throw new ConfigurationError(field, `${expected}, received ${describe(url)}: no host`);
   }
   if (!/^(\/\d*)?$/.test(parsed.pathname)) {
-    throw new ConfigurationError(field, `${expected}, received ${describe(url)}: the database is not a number`);
+    throw new ConfigurationError(
+      field,
+      `${expected}, received ${describe(url)}: the database is not a number`,
+    );
   }
 }
 
@@ -165,15 +193,24 @@ function assertMemory(memory: unknown, otherStore: boolean): void {
   }
   for (const name of Object.keys(memory)) {
     if (!MEMORY_FIELDS.has(name)) {
-      throw new ConfigurationError(`memory.${name}`, `unknown option; known options are maxEntries`);
+      throw new ConfigurationError(
+        `memory.${name}`,
+        `unknown option; known options are maxEntries`,
+      );
     }
   }
   const { maxEntries, now } = memory;
   if (maxEntries !== undefined && !(Number.isInteger(maxEntries) && (maxEntries as number) >= 1)) {
-    throw new ConfigurationError('memory.maxEntries', `expected a positive integer, received ${describe(maxEntries)}`);
+    throw new ConfigurationError(
+      'memory.maxEntries',
+      `expected a positive integer, received ${describe(maxEntries)}`,
+    );
   }
   if (now !== undefined && typeof now !== 'function') {
-    throw new ConfigurationError('memory.now', `expected a function returning epoch ms, received ${describe(now)}`);
+    throw new ConfigurationError(
+      'memory.now',
+      `expected a function returning epoch ms, received ${describe(now)}`,
+    );
   }
 }
 

@@ -2,7 +2,9 @@
 export const HERD_GUARD_CACHED = 'herd-guard:cached';
 /** Metadata key of `@CachedRoute()` options on a controller or route handler. */
 export const HERD_GUARD_ROUTE = 'herd-guard:route';
-/** Metadata key set by `@SkipCache(skip)`: `true` or `false`, the handler's over its controller's. */
+/**
+ * Metadata key set by `@SkipCache(skip)`: `true` or `false`, the handler's over its controller's.
+ */
 export const HERD_GUARD_SKIP = 'herd-guard:skip';
 
 /** Injection token of the engine behind `HerdGuardService` (one per module instance). */
@@ -10,7 +12,8 @@ export const HERD_GUARD_ENGINE = Symbol('herd-guard.engine');
 /** Injection token of what the module opened (engine, store), closed on shutdown. Internal. */
 export const HERD_GUARD_RESOURCES = Symbol('herd-guard.resources');
 /**
- * Injection token of the module's default policy (`options.policy`, `undefined` when not set), which
+ * Injection token of the module's default policy (`options.policy`, `undefined` when not set),
+ * which
  * `@Cached` and `@CachedRoute` options are checked against at start. Internal.
  */
 export const HERD_GUARD_DEFAULT_POLICY = Symbol('herd-guard.default-policy');

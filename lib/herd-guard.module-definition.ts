@@ -25,5 +25,8 @@ export interface HerdGuardOptionsFactory {
   createHerdGuardOptions(): HerdGuardModuleOptions | Promise<HerdGuardModuleOptions>;
 }
 
-/** What `HerdGuardModule.forRootAsync()` accepts: `imports`, `useFactory`, `inject` (or `useClass`/`useExisting`), `isGlobal`. */
+/**
+ * What `HerdGuardModule.forRootAsync()` accepts: `imports`, `useFactory`, `inject` (or
+ * `useClass`/`useExisting`), `isGlobal`.
+ */
 export type HerdGuardModuleAsyncOptions = typeof ASYNC_OPTIONS_TYPE;

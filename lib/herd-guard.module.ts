@@ -28,7 +28,11 @@ import { HerdGuardService } from './herd-guard.service.js';
 @Module({
   imports: [DiscoveryModule],
   providers: [
-    { provide: HERD_GUARD_RESOURCES, useFactory: openResources, inject: [HERD_GUARD_MODULE_OPTIONS] },
+    {
+      provide: HERD_GUARD_RESOURCES,
+      useFactory: openResources,
+      inject: [HERD_GUARD_MODULE_OPTIONS],
+    },
     {
       provide: HERD_GUARD_ENGINE,
       useFactory: (resources: HerdGuardResources) => resources.engine,
@@ -61,7 +65,10 @@ export class HerdGuardModule extends ConfigurableHerdGuardModule implements OnAp
   /** `forRoot()` with no argument uses the memory store and the default policy. */
   static override forRoot(options: HerdGuardModuleForRootOptions = {}): DynamicModule {
     if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-      throw new ConfigurationError('options', 'HerdGuardModule.forRoot() expects an options object');
+      throw new ConfigurationError(
+        'options',
+        'HerdGuardModule.forRoot() expects an options object',
+      );
     }
     return super.forRoot(options);
   }

@@ -15,7 +15,10 @@ import type { RedisStoreOptions } from './stores/redis/redis-store.options.js';
 export interface HerdGuardResources {
   readonly options: HerdGuardModuleOptions;
   readonly engine: HerdEngine;
-  /** The store the module opened (memory or Redis), closed on shutdown; `undefined` for a store you passed. */
+  /**
+   * The store the module opened (memory or Redis), closed on shutdown; `undefined` for a store you
+   * passed.
+   */
   readonly ownedStore: HerdStore | undefined;
   /** Hottest keys, when `hotKeys` is not 0. */
   readonly hotKeys: HotKeyTracker | undefined;
@@ -30,7 +33,8 @@ export async function openResources(input: unknown): Promise<HerdGuardResources>
   const store = options.store ?? (ownedStore as HerdStore);
   try {
     const engine = new HerdEngine({ store, policy: options.policy });
-    const hotKeys = options.hotKeys === 0 ? undefined : new HotKeyTracker(engine, options.hotKeys ?? 64);
+    const hotKeys =
+      options.hotKeys === 0 ? undefined : new HotKeyTracker(engine, options.hotKeys ?? 64);
     const metrics = await openMetrics(engine, options);
     const logger = openLogger(engine, options);
     return { options, engine, ownedStore, hotKeys, metrics, logger };
@@ -46,16 +50,25 @@ async function openMetrics(
 ): Promise<PrometheusMetrics | undefined> {
   if (options.metrics === undefined || options.metrics === false) return undefined;
   const settings = options.metrics === true ? {} : options.metrics;
-  return PrometheusMetrics.create(engine, { cacheName: options.namespace ?? 'default', ...settings });
+  return PrometheusMetrics.create(engine, {
+    cacheName: options.namespace ?? 'default',
+    ...settings,
+  });
 }
 
 function openLogger(engine: HerdEngine, options: HerdGuardModuleOptions): EventLogger | undefined {
   if (options.logging === false) return undefined;
-  const logger = options.logging === undefined || options.logging === true ? new Logger('HerdGuard') : options.logging;
+  const logger =
+    options.logging === undefined || options.logging === true
+      ? new Logger('HerdGuard')
+      : options.logging;
   return new EventLogger(engine, logger);
 }
 
-/** Stops the engine (running loaders see their signal fire), then closes the store the module opened. */
+/**
+ * Stops the engine (running loaders see their signal fire), then closes the store the module
+ * opened.
+ */
 export async function closeResources(resources: HerdGuardResources): Promise<void> {
   resources.metrics?.close();
   resources.hotKeys?.close();
@@ -67,23 +80,37 @@ export async function closeResources(resources: HerdGuardResources): Promise<voi
 async function openStore(options: HerdGuardModuleOptions): Promise<HerdStore> {
   if (options.redis === undefined) return new MemoryStore(options.memory);
   const { RedisStore } = await loadRedisEntry();
-  // The option's ioredis fields are typed `object` (see HerdGuardRedisOptions); ioredis checks them.
+  // The option's ioredis fields are typed `object` (see HerdGuardRedisOptions); ioredis checks
+  // them.
   const redis: RedisStoreOptions =
-    typeof options.redis === 'string' ? { url: options.redis } : (options.redis as RedisStoreOptions);
-  const store = new RedisStore(options.namespace === undefined ? redis : { namespace: options.namespace, ...redis });
-  // Let the first requests find a connection; Redis being down is not fatal (the store starts degraded).
+    typeof options.redis === 'string'
+      ? { url: options.redis }
+      : (options.redis as RedisStoreOptions);
+  const store = new RedisStore(
+    options.namespace === undefined ? redis : { namespace: options.namespace, ...redis },
+  );
+  // Let the first requests find a connection; Redis being down is not fatal (the store starts
+  // degraded).
   await store.ready();
   return store;
 }
 
-/** herd-guard/redis, loaded only when Redis is configured, so that an app on the memory store needs no ioredis. */
+/**
+ * herd-guard/redis, loaded only when Redis is configured, so that an app on the memory store needs
+ * no ioredis.
+ */
 async function loadRedisEntry(): Promise<typeof RedisEntry> {
   try {
     return await import('./redis.js');
   } catch (error) {
     const code = (error as { code?: unknown } | null)?.code;
-    const missing = (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && /ioredis/.test(String(error));
+    const missing =
+      (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') &&
+      /ioredis/.test(String(error));
     if (!missing) throw error;
-    throw new ConfigurationError('redis', 'the Redis store needs ioredis, which is not installed: npm install ioredis');
+    throw new ConfigurationError(
+      'redis',
+      'the Redis store needs ioredis, which is not installed: npm install ioredis',
+    );
   }
 }

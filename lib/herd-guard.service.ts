@@ -1,6 +1,12 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Observable, isObservable } from 'rxjs';
-import { HerdEngine, type LoadContext, type Loader, type ReadOptions, type ReadResult } from './core/herd-engine.js';
+import {
+  HerdEngine,
+  type LoadContext,
+  type Loader,
+  type ReadOptions,
+  type ReadResult,
+} from './core/herd-engine.js';
 import type { HerdEventListener } from './core/events.js';
 import type { StatsSnapshot } from './core/stats.js';
 import { ConfigurationError } from './errors/configuration.error.js';
@@ -43,7 +49,8 @@ export class HerdGuardService {
    *   timeout), or loaders read each other's keys in a cycle.
    * @throws {LoaderFailedError} The loader failed (its error is the `cause`) and no stale value is
    *   served instead. A herd-guard error the loader throws is passed on as it is.
-   * @throws {LoaderTimeoutError} The loader ran past `loaderHardTimeout`, with no stale value to serve.
+   * @throws {LoaderTimeoutError} The loader ran past `loaderHardTimeout`, with no stale value to
+   * serve.
    * @throws {UpstreamUnavailableError} Another process held the key's lease past `waitTimeout`
    *   (`onWaitTimeout: 'error'`), with no stale value to serve.
    * @throws {WaitTimeoutError} `options.timeout` passed before a value arrived.
@@ -55,7 +62,8 @@ export class HerdGuardService {
   }
 
   /**
-   * Like {@link getOrLoad}, with how the read was answered (`fresh`, `stale`, `miss`) and the entry's timing.
+   * Like {@link getOrLoad}, with how the read was answered (`fresh`, `stale`, `miss`) and the
+   * entry's timing.
    *
    * @throws {InvalidKeyError} `key` is not a non-empty string of well-formed Unicode.
    * @throws {ClosedError} The module has shut down.
@@ -63,7 +71,8 @@ export class HerdGuardService {
    *   timeout), or loaders read each other's keys in a cycle.
    * @throws {LoaderFailedError} The loader failed (its error is the `cause`) and no stale value is
    *   served instead. A herd-guard error the loader throws is passed on as it is.
-   * @throws {LoaderTimeoutError} The loader ran past `loaderHardTimeout`, with no stale value to serve.
+   * @throws {LoaderTimeoutError} The loader ran past `loaderHardTimeout`, with no stale value to
+   * serve.
    * @throws {UpstreamUnavailableError} Another process held the key's lease past `waitTimeout`
    *   (`onWaitTimeout: 'error'`), with no stale value to serve.
    * @throws {WaitTimeoutError} `options.timeout` passed before a value arrived.
@@ -121,7 +130,8 @@ export class HerdGuardService {
    * @throws {ClosedError} The module has shut down.
    * @throws {ConfigurationError} The policy or a tag is invalid.
    * @throws {SerializationError} `value` cannot be stored with the key's serializer.
-   * @throws {StoreError} The store failed the write (or the invalidation of values derived from the key).
+   * @throws {StoreError} The store failed the write (or the invalidation of values derived from the
+   * key).
    */
   set<T>(key: string, value: T, options?: WriteOptions): Promise<void> {
     return this.engine.set(key, value, options);
@@ -130,12 +140,14 @@ export class HerdGuardService {
   /**
    * Marks `key` stale: the next read gets the old value at once and one background refresh runs
    * (no herd, unlike {@link delete}). Loads of the key already running (on any pod) are fenced, and
-   * values derived from the key (a route over a `@Cached` method) go stale too. Resolves whether the
+   * values derived from the key (a route over a `@Cached` method) go stale too. Resolves whether
+   * the
    * key held a value; either way, nothing loaded before the call is served as fresh after it.
    *
    * @throws {InvalidKeyError} `key` is not a non-empty string of well-formed Unicode.
    * @throws {ClosedError} The module has shut down.
-   * @throws {StoreError} The store failed the invalidation (of the key or of a value derived from it).
+   * @throws {StoreError} The store failed the invalidation (of the key or of a value derived from
+   * it).
    */
   expire(key: string): Promise<boolean> {
     return this.engine.expire(key);
@@ -153,7 +165,8 @@ export class HerdGuardService {
   }
 
   /**
-   * Marks every key stored with `tag` stale, so each refreshes once on its next read. Returns how many.
+   * Marks every key stored with `tag` stale, so each refreshes once on its next read. Returns how
+   * many.
    *
    * @throws {ConfigurationError} `tag` is not a non-empty string of well-formed Unicode.
    * @throws {StoreError} The store failed to list or invalidate the keys.
@@ -179,7 +192,8 @@ export class HerdGuardService {
    * @throws {InvalidKeyError} `key` is not a non-empty string of well-formed Unicode.
    * @throws {ClosedError} The module has shut down.
    * @throws {ConfigurationError} `loader` is not a function, or the policy or a tag is invalid.
-   * @throws {LoaderFailedError} The loader failed (its error is the `cause`). A herd-guard error the
+   * @throws {LoaderFailedError} The loader failed (its error is the `cause`). A herd-guard error
+   * the
    *   loader throws is passed on as it is.
    * @throws {LoaderTimeoutError} The loader ran past `loaderHardTimeout`.
    * @throws {UpstreamUnavailableError} Another process held the key's lease past `waitTimeout`
@@ -200,7 +214,10 @@ export class HerdGuardService {
   async warm(entries: Iterable<WarmEntry>, options: WarmOptions = {}): Promise<WarmReport> {
     const concurrency = options.concurrency ?? 4;
     if (!Number.isInteger(concurrency) || concurrency < 1) {
-      throw new ConfigurationError('concurrency', `expected a positive integer, received ${String(concurrency)}`);
+      throw new ConfigurationError(
+        'concurrency',
+        `expected a positive integer, received ${String(concurrency)}`,
+      );
     }
     const pending = entries[Symbol.iterator]();
     const failed: Array<{ key: string; error: unknown }> = [];
@@ -256,7 +273,9 @@ function toEngineLoader<T>(loader: HerdLoader<T>): Loader<T> {
   };
 }
 
-/** The last value of `source` (`undefined` if it completes empty); unsubscribes when `signal` fires. */
+/**
+ * The last value of `source` (`undefined` if it completes empty); unsubscribes when `signal` fires.
+ */
 function lastValue<T>(source: Observable<T>, signal: AbortSignal): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let last: T | undefined;

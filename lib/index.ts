@@ -13,7 +13,13 @@ export type { FlightResult, WaitOptions } from './core/single-flight.js';
 export { parseDuration } from './core/duration.js';
 export type { Duration, DurationUnit } from './core/duration.js';
 export { DEFAULT_POLICY, resolvePolicy } from './core/policy.js';
-export type { BackoffPolicy, CachePolicy, Jitter, ResolvedPolicy, WaitTimeoutAction } from './core/policy.js';
+export type {
+  BackoffPolicy,
+  CachePolicy,
+  Jitter,
+  ResolvedPolicy,
+  WaitTimeoutAction,
+} from './core/policy.js';
 export { ENTRY_FORMAT_VERSION, decodeEntry, encodeEntry } from './core/entry.js';
 export type { Entry } from './core/entry.js';
 export type { HerdEvent, HerdEventListener, HerdEventType, ReadPath } from './core/events.js';

@@ -39,7 +39,8 @@ export class AppModule {
   static register(config: SampleConfig): DynamicModule {
     const database = {
       provide: CatalogDatabase,
-      useFactory: () => new CatalogDatabase({ file: config.databaseFile, queryDelayMs: config.queryDelayMs }),
+      useFactory: () =>
+        new CatalogDatabase({ file: config.databaseFile, queryDelayMs: config.queryDelayMs }),
     };
     return {
       module: AppModule,

@@ -7,8 +7,12 @@ import { createRequire } from 'node:module';
 export default function globalSetup() {
   const require = createRequire(import.meta.url);
   rmSync(new URL('../.test-build', import.meta.url), { recursive: true, force: true });
-  execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.fixtures.json'], {
-    cwd: new URL('..', import.meta.url),
-    stdio: 'inherit',
-  });
+  execFileSync(
+    process.execPath,
+    [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.fixtures.json'],
+    {
+      cwd: new URL('..', import.meta.url),
+      stdio: 'inherit',
+    },
+  );
 }

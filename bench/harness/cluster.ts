@@ -104,7 +104,9 @@ class LocalCluster implements Cluster {
 
   watch(spec: WatchSpec, invalidator?: number): Promise<WatchResult[]> {
     // One synchronous loop: the invalidation and every pod's first read start together.
-    return Promise.all(this.runners.map((runner, pod) => runner.watch(watchSpecFor(spec, pod, invalidator))));
+    return Promise.all(
+      this.runners.map((runner, pod) => runner.watch(watchSpecFor(spec, pod, invalidator))),
+    );
   }
 
   steady(spec: SteadySpec): Promise<PhaseResult[][]> {
@@ -157,7 +159,13 @@ export class ProcessHost implements ClusterHost {
     const children = this.#children;
     await Promise.all(
       children.map((child) =>
-        child.request({ op: 'open', contender: contender.name, redisUrl: this.redisUrl, namespace, counterKey }),
+        child.request({
+          op: 'open',
+          contender: contender.name,
+          redisUrl: this.redisUrl,
+          namespace,
+          counterKey,
+        }),
       ),
     );
     return new ProcessCluster(children, this.#admin!, counterKey);
@@ -185,14 +193,18 @@ class ProcessCluster implements Cluster {
   burst(spec: BurstSpec, pods?: readonly number[]): Promise<BurstResult[]> {
     const timed = { ...spec, startAtEpochMs: epochMs() + START_LEAD_MS };
     return Promise.all(
-      select(this.children, pods).map((child) => child.request({ op: 'burst', spec: timed }) as Promise<BurstResult>),
+      select(this.children, pods).map(
+        (child) => child.request({ op: 'burst', spec: timed }) as Promise<BurstResult>,
+      ),
     );
   }
 
   churn(spec: ChurnSpec): Promise<ChurnResult[]> {
     const timed = { ...spec, startAtEpochMs: epochMs() + START_LEAD_MS };
     return Promise.all(
-      this.children.map((child) => child.request({ op: 'churn', spec: timed }) as Promise<ChurnResult>),
+      this.children.map(
+        (child) => child.request({ op: 'churn', spec: timed }) as Promise<ChurnResult>,
+      ),
     );
   }
 
@@ -201,13 +213,18 @@ class ProcessCluster implements Cluster {
     return Promise.all(
       this.children.map(
         (child, pod) =>
-          child.request({ op: 'watch', spec: watchSpecFor(timed, pod, invalidator) }) as Promise<WatchResult>,
+          child.request({
+            op: 'watch',
+            spec: watchSpecFor(timed, pod, invalidator),
+          }) as Promise<WatchResult>,
       ),
     );
   }
 
   steady(spec: SteadySpec): Promise<PhaseResult[][]> {
-    return Promise.all(this.children.map((child) => child.request({ op: 'steady', spec }) as Promise<PhaseResult[]>));
+    return Promise.all(
+      this.children.map((child) => child.request({ op: 'steady', spec }) as Promise<PhaseResult[]>),
+    );
   }
 
   fill(pod: number, spec: FillSpec): Promise<number> {
@@ -221,7 +238,9 @@ class ProcessCluster implements Cluster {
     const calls = logs.flat();
     const count = Number((await this.admin.getdel(this.counterKey)) ?? 0);
     const mismatch =
-      count === calls.length ? undefined : `Redis counter says ${count} loader calls, pod logs say ${calls.length}`;
+      count === calls.length
+        ? undefined
+        : `Redis counter says ${count} loader calls, pod logs say ${calls.length}`;
     return mismatch === undefined ? { count, calls } : { count, calls, mismatch };
   }
 
@@ -237,7 +256,10 @@ class ProcessCluster implements Cluster {
 class PodProcess {
   readonly #child: ChildProcess;
   /** Requests sent and not answered yet; written by `request` and the message handler. */
-  readonly #pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
+  readonly #pending = new Map<
+    number,
+    { resolve: (value: unknown) => void; reject: (error: Error) => void }
+  >();
   #nextId = 1;
   readonly #exited: Promise<void>;
 

@@ -20,12 +20,16 @@ export type Unpin = () => Promise<void>;
 export async function pinToOneCpu(pids: readonly number[]): Promise<Unpin | undefined> {
   if (process.platform !== 'linux' || cpus().length < 2) return undefined;
   try {
-    const masks = await Promise.all(pids.map(async (pid) => [pid, await currentMask(pid)] as const));
+    const masks = await Promise.all(
+      pids.map(async (pid) => [pid, await currentMask(pid)] as const),
+    );
     const cpu = String(cpus().length - 1);
     await Promise.all(pids.map((pid) => run('taskset', ['-a', '-p', '-c', cpu, String(pid)])));
     return async () => {
       await Promise.all(
-        masks.map(([pid, mask]) => run('taskset', ['-a', '-p', mask, String(pid)]).catch(() => undefined)),
+        masks.map(([pid, mask]) =>
+          run('taskset', ['-a', '-p', mask, String(pid)]).catch(() => undefined),
+        ),
       );
     };
   } catch {

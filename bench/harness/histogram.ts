@@ -36,7 +36,8 @@ export class Histogram {
   }
 
   record(ms: number): void {
-    const index = ms <= MIN_MS ? 0 : Math.min(BUCKETS - 1, Math.ceil(Math.log(ms / MIN_MS) / LOG_GROWTH));
+    const index =
+      ms <= MIN_MS ? 0 : Math.min(BUCKETS - 1, Math.ceil(Math.log(ms / MIN_MS) / LOG_GROWTH));
     this.#counts[index]! += 1;
     this.#count += 1;
     this.#sumMs += ms;

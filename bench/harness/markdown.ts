@@ -13,12 +13,14 @@ export function renderTable(table: Table): string {
   const widths = table.headers.map((header, col) =>
     Math.max(3, header.length, ...table.rows.map((row) => (row[col] ?? '').length)),
   );
-  const left = (col: number): boolean => (table.align?.[col] ?? (col === 0 ? 'left' : 'right')) === 'left';
+  const left = (col: number): boolean =>
+    (table.align?.[col] ?? (col === 0 ? 'left' : 'right')) === 'left';
   const line = (cells: readonly string[]): string =>
     `| ${cells.map((cell, col) => (left(col) ? cell.padEnd(widths[col]!) : cell.padStart(widths[col]!))).join(' | ')} |`;
   const rule = `|${widths.map((width, col) => (left(col) ? '-'.repeat(width + 2) : `${'-'.repeat(width + 1)}:`)).join('|')}|`;
   const out = [`### ${table.title}`, '', line(table.headers), rule, ...table.rows.map(line)];
-  if (table.notes !== undefined && table.notes.length > 0) out.push('', ...table.notes.map((note) => `- ${note}`));
+  if (table.notes !== undefined && table.notes.length > 0)
+    out.push('', ...table.notes.map((note) => `- ${note}`));
   return out.join('\n');
 }
 

@@ -1,5 +1,11 @@
 /** The IPC protocol between the benchmark process and its pod processes (`--procs`). */
-import { type BurstSpec, type ChurnSpec, type FillSpec, type SteadySpec, type WatchSpec } from './pod-runner.js';
+import {
+  type BurstSpec,
+  type ChurnSpec,
+  type FillSpec,
+  type SteadySpec,
+  type WatchSpec,
+} from './pod-runner.js';
 
 export type PodRequest =
   | {

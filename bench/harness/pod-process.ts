@@ -21,7 +21,10 @@ async function handle(request: PodRequestEnvelope): Promise<unknown> {
       counter ??= new Redis(request.redisUrl, { lazyConnect: true });
       if (counter.status === 'wait') await counter.connect();
       const counterClient = counter;
-      const pod = await contenderByName(request.contender).createPod(request.redisUrl, request.namespace);
+      const pod = await contenderByName(request.contender).createPod(
+        request.redisUrl,
+        request.namespace,
+      );
       runner = new PodRunner(pod, () => counterClient.incr(request.counterKey));
       return process.pid;
     }

@@ -85,7 +85,11 @@ export interface WatchResult {
  * it took) and `after` (it started once the window had closed).
  */
 export interface SteadySpec {
-  readonly groups: ReadonlyArray<{ readonly keyPrefix: string; readonly keyCount: number; readonly ttl: PeerTtl }>;
+  readonly groups: ReadonlyArray<{
+    readonly keyPrefix: string;
+    readonly keyCount: number;
+    readonly ttl: PeerTtl;
+  }>;
   readonly workers: number;
   readonly startAtEpochMs: number;
   readonly windowStartEpochMs: number;
@@ -181,7 +185,13 @@ export class PodRunner {
       }
     };
     await Promise.all(Array.from({ length: spec.workers }, worker));
-    return { ops, errors, latency: latency.toJSON(), elapsedMs: performance.now() - startedAt, startedAtEpochMs };
+    return {
+      ops,
+      errors,
+      latency: latency.toJSON(),
+      elapsedMs: performance.now() - startedAt,
+      startedAtEpochMs,
+    };
   }
 
   /**
@@ -197,7 +207,10 @@ export class PodRunner {
     let invalidation: Promise<WatchResult['invalidation']> | undefined;
     if (spec.invalidate !== undefined) {
       const startedAtEpochMs = epochMs();
-      const call = spec.invalidate === 'set' ? peer.set(spec.key, spec.value, spec.ttl) : peer.expire(spec.key);
+      const call =
+        spec.invalidate === 'set'
+          ? peer.set(spec.key, spec.value, spec.ttl)
+          : peer.expire(spec.key);
       invalidation = call.then(
         () => ({ startedAtEpochMs, resolvedAtEpochMs: epochMs() }),
         (error: unknown) => {
@@ -232,16 +245,28 @@ export class PodRunner {
       await yieldToLoop();
     }
     const made = await invalidation;
-    return { servedAtEpochMs, reads, errors, ...(made === undefined ? {} : { invalidation: made }) };
+    return {
+      servedAtEpochMs,
+      reads,
+      errors,
+      ...(made === undefined ? {} : { invalidation: made }),
+    };
   }
 
   /** Resolves the phases in order: before, during, after the window. */
   async steady(spec: SteadySpec): Promise<PhaseResult[]> {
     const keys = spec.groups.flatMap((group) =>
-      Array.from({ length: group.keyCount }, (_, i) => ({ key: `${group.keyPrefix}${i}`, ttl: group.ttl })),
+      Array.from({ length: group.keyCount }, (_, i) => ({
+        key: `${group.keyPrefix}${i}`,
+        ttl: group.ttl,
+      })),
     );
     const loaders = keys.map(({ key }) => this.#log.loader(spec.loader, key));
-    const phases = [0, 1, 2].map(() => ({ ops: 0, errors: {} as Record<string, number>, latency: new Histogram() }));
+    const phases = [0, 1, 2].map(() => ({
+      ops: 0,
+      errors: {} as Record<string, number>,
+      latency: new Histogram(),
+    }));
     await sleepUntil(spec.startAtEpochMs);
     const worker = async (): Promise<void> => {
       for (;;) {
@@ -258,7 +283,11 @@ export class PodRunner {
         const tookMs = performance.now() - startedAt;
         const phase =
           phases[
-            startedAtEpochMs >= spec.windowEndEpochMs ? 2 : startedAtEpochMs + tookMs < spec.windowStartEpochMs ? 0 : 1
+            startedAtEpochMs >= spec.windowEndEpochMs
+              ? 2
+              : startedAtEpochMs + tookMs < spec.windowStartEpochMs
+                ? 0
+                : 1
           ]!;
         if (error !== undefined) {
           const label = errorLabel(error);
@@ -270,7 +299,11 @@ export class PodRunner {
       }
     };
     await Promise.all(Array.from({ length: spec.workers }, worker));
-    return phases.map((phase) => ({ ops: phase.ops, errors: phase.errors, latency: phase.latency.toJSON() }));
+    return phases.map((phase) => ({
+      ops: phase.ops,
+      errors: phase.errors,
+      latency: phase.latency.toJSON(),
+    }));
   }
 
   async fill(spec: FillSpec): Promise<number> {

@@ -8,7 +8,16 @@ const WIDTH = 980;
 const HEIGHT = 560;
 const MARGIN = { top: 78, right: 250, bottom: 62, left: 78 };
 /** Okabe-Ito palette (colour-blind safe), black last. */
-const COLOURS = ['#E69F00', '#56B4E9', '#009E73', '#CC79A7', '#0072B2', '#D55E00', '#000000', '#999999'];
+const COLOURS = [
+  '#E69F00',
+  '#56B4E9',
+  '#009E73',
+  '#CC79A7',
+  '#0072B2',
+  '#D55E00',
+  '#000000',
+  '#999999',
+];
 
 export function renderChart(chart: ChartData, emphasise: string): string {
   const plotWidth = WIDTH - MARGIN.left - MARGIN.right;
@@ -18,7 +27,8 @@ export function renderChart(chart: ChartData, emphasise: string): string {
   const yMax = Math.max(1, ...allPoints.map(([, y]) => y));
   const decades = Math.max(1, Math.ceil(Math.log10(yMax)));
   const yTop = Math.log10(1 + 10 ** decades);
-  const scaleY = (y: number): number => MARGIN.top + plotHeight - (Math.log10(1 + y) / yTop) * plotHeight;
+  const scaleY = (y: number): number =>
+    MARGIN.top + plotHeight - (Math.log10(1 + y) / yTop) * plotHeight;
   const scaleX = (x: number): number => MARGIN.left + (x / xMax) * plotWidth;
   const out: string[] = [];
   out.push(
@@ -70,7 +80,10 @@ export function renderChart(chart: ChartData, emphasise: string): string {
     const colour = COLOURS[index % COLOURS.length]!;
     const points: string[] = [];
     for (const [x, y] of series.points) {
-      points.push(`${f(scaleX(x - halfBucket))},${f(scaleY(y))}`, `${f(scaleX(x + halfBucket))},${f(scaleY(y))}`);
+      points.push(
+        `${f(scaleX(x - halfBucket))},${f(scaleY(y))}`,
+        `${f(scaleX(x + halfBucket))},${f(scaleY(y))}`,
+      );
     }
     const strong = series.name === emphasise;
     out.push(
@@ -111,5 +124,9 @@ function trim(value: number): string {
 }
 
 function escape(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+  return text
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;');
 }

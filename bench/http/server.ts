@@ -23,7 +23,11 @@ import { NestFactory } from '@nestjs/core';
 import { HerdGuardInterceptor } from '../../lib/index.js';
 import { AppModule } from '../../sample/app.module.js';
 
-const config = JSON.parse(process.argv[2] ?? '{}') as { queryDelayMs: number; soft: string; hard: string };
+const config = JSON.parse(process.argv[2] ?? '{}') as {
+  queryDelayMs: number;
+  soft: string;
+  hard: string;
+};
 
 /** An interceptor that does nothing: the cost of Nest's interceptor pipeline itself. */
 @Injectable()

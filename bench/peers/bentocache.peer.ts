@@ -85,7 +85,10 @@ class BentocachePod implements PeerPod, PeerInvalidation {
   async read(key: string, loader: PeerLoader, ttl: PeerTtl): Promise<PeerServed> {
     if (!this.#listening) {
       this.#listening = true;
-      this.emitter.on('cache:hit', (event: { graced?: boolean }) => (this.#lastHitGraced = event.graced === true));
+      this.emitter.on(
+        'cache:hit',
+        (event: { graced?: boolean }) => (this.#lastHitGraced = event.graced === true),
+      );
     }
     this.#lastHitGraced = false;
     const value = await this.get(key, loader, ttl);

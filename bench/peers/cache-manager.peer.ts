@@ -60,7 +60,10 @@ class CacheManagerPod implements PeerPod {
     if (this.mode === 'plain' || ttl.hardMs <= ttl.softMs) {
       return this.cache.wrap(key, loader, { ttl: ttl.softMs });
     }
-    return this.cache.wrap(key, loader, { ttl: ttl.hardMs, refreshThreshold: ttl.hardMs - ttl.softMs });
+    return this.cache.wrap(key, loader, {
+      ttl: ttl.hardMs,
+      refreshThreshold: ttl.hardMs - ttl.softMs,
+    });
   }
 
   close(): Promise<void> {

@@ -68,7 +68,11 @@ async function startRedis(): Promise<{ url: string; child: ChildProcess }> {
   const deadline = Date.now() + 10_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`redis-server exited with ${child.exitCode}`);
-    const probe = new Redis(url, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    const probe = new Redis(url, {
+      lazyConnect: true,
+      retryStrategy: () => null,
+      maxRetriesPerRequest: 0,
+    });
     probe.on('error', () => {});
     try {
       await probe.connect();
@@ -96,7 +100,12 @@ interface PhaseResult {
   values: Map<string, number>;
 }
 
-async function herd(pods: PeerPod[], key: string, version: string, settleMs: number): Promise<PhaseResult> {
+async function herd(
+  pods: PeerPod[],
+  key: string,
+  version: string,
+  settleMs: number,
+): Promise<PhaseResult> {
   let loaderCalls = 0;
   const loader = async (): Promise<string> => {
     loaderCalls++;
@@ -164,7 +173,9 @@ async function main(): Promise<void> {
   // Anything still listed here would keep the process alive (one turn first: a child's handle closes async).
   await new Promise((resolve) => setImmediate(resolve));
   // TTYWrap/PipeWrap are this process's own stdio; ProcessWrap is the redis-server child, already exited.
-  const left = process.getActiveResourcesInfo().filter((r) => !['TTYWrap', 'PipeWrap', 'ProcessWrap'].includes(r));
+  const left = process
+    .getActiveResourcesInfo()
+    .filter((r) => !['TTYWrap', 'PipeWrap', 'ProcessWrap'].includes(r));
   console.log(`active resources after close: ${left.length === 0 ? 'none' : left.join(', ')}`);
 }
 

@@ -55,7 +55,9 @@ export class HerdGuardPod implements PeerPod, PeerInvalidation {
   }
 
   async read(key: string, loader: PeerLoader, ttl: PeerTtl): Promise<PeerServed> {
-    const result = await this.engine.read(key, loader, { policy: { soft: ttl.softMs, hard: hardOf(ttl) } });
+    const result = await this.engine.read(key, loader, {
+      policy: { soft: ttl.softMs, hard: hardOf(ttl) },
+    });
     return { value: result.value, stale: result.path === 'stale' };
   }
 
@@ -91,7 +93,11 @@ export function createHerdGuardPeer(options: HerdGuardPeerOptions): PeerFactory 
     async createPod(redisUrl, namespace) {
       let store: HerdStore;
       if (options.store === 'redis') {
-        const redis = new RedisStore({ url: redisUrl, namespace, ...(strict ? { nearCache: false } : {}) });
+        const redis = new RedisStore({
+          url: redisUrl,
+          namespace,
+          ...(strict ? { nearCache: false } : {}),
+        });
         if (!(await redis.ready(10_000))) {
           await redis.close();
           throw new Error(`herd-guard RedisStore did not connect to ${redisUrl}`);
@@ -100,11 +106,18 @@ export function createHerdGuardPeer(options: HerdGuardPeerOptions): PeerFactory 
       } else {
         store = new MemoryStore();
       }
-      return new HerdGuardPod(new HerdEngine({ store, policy: options.policy }), store, options.store === 'redis');
+      return new HerdGuardPod(
+        new HerdEngine({ store, policy: options.policy }),
+        store,
+        options.store === 'redis',
+      );
     },
   };
 }
 
 export const herdGuardMemoryPeer: PeerFactory = createHerdGuardPeer({ store: 'memory' });
 export const herdGuardRedisPeer: PeerFactory = createHerdGuardPeer({ store: 'redis' });
-export const herdGuardRedisStrictPeer: PeerFactory = createHerdGuardPeer({ store: 'redis', nearCache: false });
+export const herdGuardRedisStrictPeer: PeerFactory = createHerdGuardPeer({
+  store: 'redis',
+  nearCache: false,
+});

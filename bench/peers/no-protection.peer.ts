@@ -11,7 +11,13 @@
  */
 import { Redis } from 'ioredis';
 
-import { namespacedKey, type PeerFactory, type PeerLoader, type PeerPod, type PeerTtl } from './peer.js';
+import {
+  namespacedKey,
+  type PeerFactory,
+  type PeerLoader,
+  type PeerPod,
+  type PeerTtl,
+} from './peer.js';
 
 export class NoProtectionPod implements PeerPod {
   constructor(

@@ -28,7 +28,8 @@ export class SingleflightPod extends NoProtectionPod {
 
 export const singleflightPeer: PeerFactory = {
   name: 'singleflight',
-  description: 'Redis read-through + per-pod in-process singleflight (whole GET/load/SET shared per key)',
+  description:
+    'Redis read-through + per-pod in-process singleflight (whole GET/load/SET shared per key)',
   async createPod(redisUrl, namespace) {
     return new SingleflightPod(await connectIoRedis(redisUrl), namespace);
   },

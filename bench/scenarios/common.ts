@@ -19,25 +19,33 @@ export async function prefill(
   const spec = { keys, ttl, loader: { delayMs: loaderMs, value: 'v1' } };
   let failed = await cluster.fill(0, spec);
   const others = Array.from({ length: cluster.size - 1 }, (_, i) => i + 1);
-  failed += (await Promise.all(others.map((pod) => cluster.fill(pod, spec)))).reduce((a, b) => a + b, 0);
+  failed += (await Promise.all(others.map((pod) => cluster.fill(pod, spec)))).reduce(
+    (a, b) => a + b,
+    0,
+  );
   if (failed > 0) throw new Error(`prefill failed for ${failed} reads`);
 }
 
 /** "v1 ×3, v2 ×1997" style, in value order. */
 export function describeValues(values: Record<string, number>): string {
   const entries = Object.entries(values).sort(([a], [b]) => a.localeCompare(b));
-  return entries.length === 0 ? '-' : entries.map(([value, count]) => `${value}×${count}`).join(', ');
+  return entries.length === 0
+    ? '-'
+    : entries.map(([value, count]) => `${value}×${count}`).join(', ');
 }
 
 export function describeErrors(errors: Record<string, number>): string {
   const entries = Object.entries(errors);
-  return entries.length === 0 ? '' : entries.map(([label, count]) => `${label}×${count}`).join(', ');
+  return entries.length === 0
+    ? ''
+    : entries.map(([label, count]) => `${label}×${count}`).join(', ');
 }
 
 export function mergeCounts(all: ReadonlyArray<Record<string, number>>): Record<string, number> {
   const merged: Record<string, number> = {};
   for (const counts of all)
-    for (const [label, count] of Object.entries(counts)) merged[label] = (merged[label] ?? 0) + count;
+    for (const [label, count] of Object.entries(counts))
+      merged[label] = (merged[label] ?? 0) + count;
   return merged;
 }
 
@@ -61,7 +69,10 @@ export function bucketCalls(
 }
 
 /** Commands sent between two `redisCommands()` snapshots. */
-export function commandDelta(before: Record<string, number>, after: Record<string, number>): Record<string, number> {
+export function commandDelta(
+  before: Record<string, number>,
+  after: Record<string, number>,
+): Record<string, number> {
   const delta: Record<string, number> = {};
   for (const [command, calls] of Object.entries(after)) {
     const sent = calls - (before[command] ?? 0);

@@ -19,7 +19,12 @@ import {
   prefill,
   total,
 } from './common.js';
-import { type Scenario, type ScenarioContext, type ScenarioOutcome, type TargetCheck } from './scenario.js';
+import {
+  type Scenario,
+  type ScenarioContext,
+  type ScenarioOutcome,
+  type TargetCheck,
+} from './scenario.js';
 
 const KEY = 'hot';
 const WARMUP_KEY = 'warmup';
@@ -55,7 +60,11 @@ interface HerdConfig {
   readonly ttl: PeerTtl;
   readonly explain: string;
   /** Checks on herd-guard-redis's row; `rows` has every contender's, for targets relative to another. */
-  readonly targets: (row: HerdRow, context: ScenarioContext, rows: readonly HerdRow[]) => TargetCheck[];
+  readonly targets: (
+    row: HerdRow,
+    context: ScenarioContext,
+    rows: readonly HerdRow[],
+  ) => TargetCheck[];
 }
 
 export function herdScenario(config: HerdConfig): Scenario {
@@ -74,7 +83,11 @@ export function herdScenario(config: HerdConfig): Scenario {
   };
 }
 
-async function measure(context: ScenarioContext, contender: PeerFactory, config: HerdConfig): Promise<HerdRow> {
+async function measure(
+  context: ScenarioContext,
+  contender: PeerFactory,
+  config: HerdConfig,
+): Promise<HerdRow> {
   const { callers, loaderMs } = context.options;
   const cluster = await context.openCluster(contender, config.id);
   const settleMs = config.expiry === 'soft' ? loaderMs * 3 + 200 : 200;
@@ -114,8 +127,13 @@ async function measure(context: ScenarioContext, contender: PeerFactory, config:
       values: mergeCounts(results.map((result) => result.values)),
       wallMs: endedAt - startedAt,
       redisCommands,
-      warmup: { loaderCalls: warmupCalls, latency: summarize(warmup.flatMap((result) => result.latenciesMs)) },
-      loaderCallTimesMs: tally.calls.map((call: LoaderCall) => call.atMs - startedAt).sort((a, b) => a - b),
+      warmup: {
+        loaderCalls: warmupCalls,
+        latency: summarize(warmup.flatMap((result) => result.latenciesMs)),
+      },
+      loaderCallTimesMs: tally.calls
+        .map((call: LoaderCall) => call.atMs - startedAt)
+        .sort((a, b) => a - b),
       ...(tally.mismatch === undefined ? {} : { countMismatch: tally.mismatch }),
     };
   } finally {
@@ -159,7 +177,9 @@ function outcome(context: ScenarioContext, config: HerdConfig, rows: HerdRow[]):
             '"p50/p99 - loader": caller latency minus the mean measured duration of this herd\'s loader calls (the time a caller spends on top of the backend; for herd-guard all callers but one are followers).',
           ]
         : []),
-      ...rows.flatMap((row) => (row.countMismatch === undefined ? [] : [`${row.contender}: ${row.countMismatch}`])),
+      ...rows.flatMap((row) =>
+        row.countMismatch === undefined ? [] : [`${row.contender}: ${row.countMismatch}`],
+      ),
     ],
   };
   const hg = rows.find((row) => row.contender === HERD_GUARD_REDIS);

@@ -79,7 +79,8 @@ async function measure(context: ScenarioContext, contender: PeerFactory): Promis
     const elapsedMs = Math.max(...results.map((result) => result.elapsedMs));
     const periods = windowMs / TTL.softMs;
     const perKey = new Map<string, number>();
-    for (const call of tally.calls) perKey.set(call.key ?? '?', (perKey.get(call.key ?? '?') ?? 0) + 1);
+    for (const call of tally.calls)
+      perKey.set(call.key ?? '?', (perKey.get(call.key ?? '?') ?? 0) + 1);
     return {
       contender: contender.name,
       loaderCalls: tally.count,
@@ -131,7 +132,9 @@ function outcome(context: ScenarioContext, rows: ChurnRow[]): ScenarioOutcome {
     notes: [
       `Every pod reads all keys once first (not counted), so all keys start fresh together and expire in waves. A TTL period is ${ms(TTL.softMs)}: ${windowMs / TTL.softMs} periods per key in the window.`,
       '"calls/key/period": all pods\' loader calls / (keys x periods); "worst key": the same for the most-loaded key. Each worker yields to the event loop between reads (as a request from a socket would).',
-      ...rows.flatMap((row) => (row.countMismatch === undefined ? [] : [`${row.contender}: ${row.countMismatch}`])),
+      ...rows.flatMap((row) =>
+        row.countMismatch === undefined ? [] : [`${row.contender}: ${row.countMismatch}`],
+      ),
     ],
   };
   const hg = rows.find((row) => row.contender === HERD_GUARD_REDIS);
@@ -156,7 +159,9 @@ function outcome(context: ScenarioContext, rows: ChurnRow[]): ScenarioOutcome {
                   scenario: 'S4',
                   target: `ops/s >= ${SINGLEFLIGHT}'s, with ${loads}`,
                   measured: `${ratio(hg.opsPerSecond / singleflight.opsPerSecond)} (${rate(hg.opsPerSecond)} vs ${rate(singleflight.opsPerSecond)}); ${loadsMeasured(hg)}`,
-                  met: hg.opsPerSecond >= singleflight.opsPerSecond && hg.perKeyPeriod <= TARGET_CALLS_PER_KEY_PERIOD,
+                  met:
+                    hg.opsPerSecond >= singleflight.opsPerSecond &&
+                    hg.perKeyPeriod <= TARGET_CALLS_PER_KEY_PERIOD,
                 },
           ],
     data: { ttl: TTL, keyCount: KEY_COUNT, loaderMs: LOADER_MS, windowMs, rows },

@@ -17,7 +17,12 @@ import { HERD_GUARD_MEMORY, HERD_GUARD_REDIS } from '../contenders.js';
 import { type PeerTtl } from '../peers/peer.js';
 import { commandDelta, total } from './common.js';
 import { measureSerializers, serializerTable, type SerializerRow } from './s5-serializer-cost.js';
-import { type Scenario, type ScenarioContext, type ScenarioOutcome, type TargetCheck } from './scenario.js';
+import {
+  type Scenario,
+  type ScenarioContext,
+  type ScenarioOutcome,
+  type TargetCheck,
+} from './scenario.js';
 
 const KEY = 'hot';
 const VALUE = 'x'.repeat(64);
@@ -76,8 +81,22 @@ export const s5HitPath: Scenario = {
   usesPods: false,
   async run(context) {
     const windows: Windows = context.options.quick
-      ? { warmupMs: 150, throughputMs: 150, rounds: 2, latencyMs: 100, serializerRounds: 3, serializerMs: 40 }
-      : { warmupMs: 400, throughputMs: 500, rounds: 3, latencyMs: 400, serializerRounds: 3, serializerMs: 100 };
+      ? {
+          warmupMs: 150,
+          throughputMs: 150,
+          rounds: 2,
+          latencyMs: 100,
+          serializerRounds: 3,
+          serializerMs: 40,
+        }
+      : {
+          warmupMs: 400,
+          throughputMs: 500,
+          rounds: 3,
+          latencyMs: 400,
+          serializerRounds: 3,
+          serializerMs: 100,
+        };
     const opened: HitSubject[] = [];
     try {
       for (const open of subjects(context)) opened.push(await open());
@@ -152,7 +171,12 @@ function subjects(context: ScenarioContext): Array<() => Promise<HitSubject>> {
   const references: Array<() => Promise<HitSubject>> = [
     async () => {
       const map = new Map([[KEY, VALUE]]);
-      return { name: RAW_MAP, reference: true, get: () => Promise.resolve(map.get(KEY)), close: async () => {} };
+      return {
+        name: RAW_MAP,
+        reference: true,
+        get: () => Promise.resolve(map.get(KEY)),
+        close: async () => {},
+      };
     },
     async () => {
       const redis = new Redis(context.redisUrl);
@@ -167,10 +191,18 @@ function subjects(context: ScenarioContext): Array<() => Promise<HitSubject>> {
     },
   ];
   const contenders = context.contenders.map((contender) => async (): Promise<HitSubject> => {
-    const pod = await contender.createPod(context.redisUrl, context.freshNamespace(`S5-${contender.name}`));
+    const pod = await contender.createPod(
+      context.redisUrl,
+      context.freshNamespace(`S5-${contender.name}`),
+    );
     const loader = async (): Promise<string> => VALUE;
     await pod.get(KEY, loader, TTL);
-    return { name: contender.name, reference: false, get: () => pod.get(KEY, loader, TTL), close: () => pod.close() };
+    return {
+      name: contender.name,
+      reference: false,
+      get: () => pod.get(KEY, loader, TTL),
+      close: () => pod.close(),
+    };
   });
   return [...references, ...contenders];
 }
@@ -194,7 +226,11 @@ async function throughput(
   return { ops, opsPerSecond: ops / ((performance.now() - startedAt) / 1000) };
 }
 
-async function timedCalls(get: () => Promise<unknown>, concurrency: number, windowMs: number): Promise<Histogram> {
+async function timedCalls(
+  get: () => Promise<unknown>,
+  concurrency: number,
+  windowMs: number,
+): Promise<Histogram> {
   const histogram = new Histogram();
   const endAt = performance.now() + windowMs;
   const caller = async (): Promise<void> => {
@@ -296,6 +332,13 @@ function outcome(
   return {
     tables: [table, serializerTable(serializers, windows.serializerMs, windows.serializerRounds)],
     targets,
-    data: { concurrency: CONCURRENCY, valueBytes: VALUE.length, windows, pinnedToOneCpu: pinned, rows, serializers },
+    data: {
+      concurrency: CONCURRENCY,
+      valueBytes: VALUE.length,
+      windows,
+      pinnedToOneCpu: pinned,
+      rows,
+      serializers,
+    },
   };
 }

@@ -6,7 +6,12 @@
  * `encodeEntry` + `decodeEntry` (the envelope as the Redis store writes and reads it).
  */
 import { decodeEntry, encodeEntry, type Entry } from '../../lib/index.js';
-import { roundTrip, type SerializerName, UnserializableValue, encodeValue } from '../../lib/core/serializers.js';
+import {
+  roundTrip,
+  type SerializerName,
+  UnserializableValue,
+  encodeValue,
+} from '../../lib/core/serializers.js';
 import { int, type Table } from '../harness/markdown.js';
 
 const SERIALIZERS: readonly SerializerName[] = ['v8', 'json'];
@@ -60,7 +65,10 @@ export function sampleValues(stringValue: string): SampleValue[] {
   const withDates = orderWithDates();
   return [
     { name: `string of ${stringValue.length} chars (the S5 value)`, value: stringValue },
-    { name: `object, ~${(JSON.stringify(withDates).length / 1024).toFixed(1)} KB, with Dates`, value: withDates },
+    {
+      name: `object, ~${(JSON.stringify(withDates).length / 1024).toFixed(1)} KB, with Dates`,
+      value: withDates,
+    },
     {
       name: 'the same object, Dates as ISO strings',
       value: JSON.parse(JSON.stringify(withDates)) as unknown,
@@ -98,7 +106,11 @@ function entryOf(value: unknown, serializer: SerializerName): Entry {
   };
 }
 
-export function measureSerializers(stringValue: string, windowMs: number, rounds: number): SerializerRow[] {
+export function measureSerializers(
+  stringValue: string,
+  windowMs: number,
+  rounds: number,
+): SerializerRow[] {
   return sampleValues(stringValue).map(({ name, value }) => {
     const cells = {} as Record<SerializerName, SerializerCell>;
     for (const serializer of SERIALIZERS) {
@@ -107,7 +119,10 @@ export function measureSerializers(stringValue: string, windowMs: number, rounds
         encoded = encodeValue(value, serializer);
       } catch (error) {
         cells[serializer] = {
-          refused: error instanceof UnserializableValue ? `refused (${error.message})` : `refused (${String(error)})`,
+          refused:
+            error instanceof UnserializableValue
+              ? `refused (${error.message})`
+              : `refused (${String(error)})`,
         };
         continue;
       }
@@ -124,8 +139,13 @@ export function measureSerializers(stringValue: string, windowMs: number, rounds
   });
 }
 
-export function serializerTable(rows: readonly SerializerRow[], windowMs: number, rounds: number): Table {
-  const us = (value: number | undefined): string => (value === undefined ? '-' : `${value.toFixed(2)} µs`);
+export function serializerTable(
+  rows: readonly SerializerRow[],
+  windowMs: number,
+  rounds: number,
+): Table {
+  const us = (value: number | undefined): string =>
+    value === undefined ? '-' : `${value.toFixed(2)} µs`;
   return {
     title: 'S5 serializer cost per load (and per read of a changed value on Redis), not per hit',
     headers: [

@@ -8,7 +8,14 @@ import { summarize } from '../harness/stats.js';
 import { epochMs, sleep, sleepUntil } from '../harness/time.js';
 import { HERD_GUARD_REDIS } from '../contenders.js';
 import { type PeerFactory, type PeerTtl } from '../peers/peer.js';
-import { describeErrors, describeValues, HERD_GUARD_JITTER, mergeCounts, prefill, total } from './common.js';
+import {
+  describeErrors,
+  describeValues,
+  HERD_GUARD_JITTER,
+  mergeCounts,
+  prefill,
+  total,
+} from './common.js';
 import { type Scenario, type ScenarioContext, type ScenarioOutcome } from './scenario.js';
 
 const KEY = 'hot';
@@ -144,7 +151,9 @@ function outcome(context: ScenarioContext, rows: OutageRow[]): ScenarioOutcome {
         (row) =>
           `${row.contender}: attempts at ${row.attemptTimesMs.length > 12 ? `${row.attemptTimesMs.length} times` : row.attemptTimesMs.map((t) => `${Math.round(t)}`).join(', ') || 'none'} ms after the outage began`,
       ),
-      ...rows.flatMap((row) => (row.countMismatch === undefined ? [] : [`${row.contender}: ${row.countMismatch}`])),
+      ...rows.flatMap((row) =>
+        row.countMismatch === undefined ? [] : [`${row.contender}: ${row.countMismatch}`],
+      ),
     ],
   };
   const hg = rows.find((row) => row.contender === HERD_GUARD_REDIS);
@@ -170,5 +179,9 @@ function outcome(context: ScenarioContext, rows: OutageRow[]): ScenarioOutcome {
             },
           ];
         })();
-  return { tables: [table], targets, data: { ttl: TTL, outageMs: outage, burstEveryMs: BURST_EVERY_MS, rows } };
+  return {
+    tables: [table],
+    targets,
+    data: { ttl: TTL, outageMs: outage, burstEveryMs: BURST_EVERY_MS, rows },
+  };
 }

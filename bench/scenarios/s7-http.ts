@@ -12,7 +12,12 @@ import autocannon from 'autocannon';
 import { int, ms, rate, ratio, type Table } from '../harness/markdown.js';
 import { summarize } from '../harness/stats.js';
 import { sleep } from '../harness/time.js';
-import { type Scenario, type ScenarioContext, type ScenarioOutcome, type TargetCheck } from './scenario.js';
+import {
+  type Scenario,
+  type ScenarioContext,
+  type ScenarioOutcome,
+  type TargetCheck,
+} from './scenario.js';
 
 const SERVER = fileURLToPath(new URL('../http/server.js', import.meta.url));
 const SOFT_MS = 1_000;
@@ -80,7 +85,11 @@ interface Server {
 }
 
 async function startServer(context: ScenarioContext): Promise<Server> {
-  const config = { queryDelayMs: context.options.loaderMs, soft: `${SOFT_MS}ms`, hard: `${HARD_MS}ms` };
+  const config = {
+    queryDelayMs: context.options.loaderMs,
+    soft: `${SOFT_MS}ms`,
+    hard: `${HARD_MS}ms`,
+  };
   const child: ChildProcess = fork(SERVER, [JSON.stringify(config)], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -105,8 +114,14 @@ async function startServer(context: ScenarioContext): Promise<Server> {
  * shared 2-vCPU VM the speed of both processes changes every few seconds, so one long run per
  * route compares routes measured at different speeds.
  */
-async function measureThroughput(context: ScenarioContext, server: Server, rounds: number): Promise<ThroughputRow[]> {
-  const results = new Map<(typeof ROUTES)[number], RoundResult[]>(ROUTES.map((route) => [route, []]));
+async function measureThroughput(
+  context: ScenarioContext,
+  server: Server,
+  rounds: number,
+): Promise<ThroughputRow[]> {
+  const results = new Map<(typeof ROUTES)[number], RoundResult[]>(
+    ROUTES.map((route) => [route, []]),
+  );
   // Warm up (JIT, and the cache entries of the cached routes).
   for (const route of ROUTES) await load(server, route, 1);
   for (let round = 0; round < rounds; round++) {
@@ -131,9 +146,17 @@ async function measureThroughput(context: ScenarioContext, server: Server, round
   });
 }
 
-async function load(server: Server, route: ThroughputRow['route'], durationS: number): Promise<RoundResult> {
+async function load(
+  server: Server,
+  route: ThroughputRow['route'],
+  durationS: number,
+): Promise<RoundResult> {
   const before = server.cpuMs();
-  const result = await autocannon({ url: `${server.base}/ping/${route}/42`, connections: 64, duration: durationS });
+  const result = await autocannon({
+    url: `${server.base}/ping/${route}/42`,
+    connections: 64,
+    duration: durationS,
+  });
   return {
     requestsPerSecond: result.requests.total / durationS,
     cpuPerRequestMs: (server.cpuMs() - before) / Math.max(1, result.requests.total),
@@ -218,7 +241,16 @@ function outcome(
   const uncached = throughput.find((row) => row.route === 'uncached')!;
   const throughputTable: Table = {
     title: `S7a HTTP throughput, trivial handler (Express, autocannon 64 connections, ${rounds} rounds of 1 s per route)`,
-    headers: ['route', 'req/s', 'vs uncached', 'app CPU/request', 'p50', 'p99', 'errors', 'non-2xx'],
+    headers: [
+      'route',
+      'req/s',
+      'vs uncached',
+      'app CPU/request',
+      'p50',
+      'p99',
+      'errors',
+      'non-2xx',
+    ],
     rows: throughput.map((row) => [
       row.route,
       rate(row.requestsPerSecond),
@@ -248,7 +280,9 @@ function outcome(
       ms(row.p99),
       ms(row.max),
     ]),
-    notes: ["Concurrent GET /products/7 from this process (fetch); database queries from the sample's /stats counter."],
+    notes: [
+      "Concurrent GET /products/7 from this process (fetch); database queries from the sample's /stats counter.",
+    ],
   };
   const herdGuard = throughput.find((row) => row.route === 'herd-guard')!;
   const targets: TargetCheck[] = [

@@ -14,7 +14,12 @@ import { sleep } from '../harness/time.js';
 import { HERD_GUARD_REDIS } from '../contenders.js';
 import { type PeerFactory, type PeerTtl } from '../peers/peer.js';
 import { describeErrors, mergeCounts, prefill, total } from './common.js';
-import { type Scenario, type ScenarioContext, type ScenarioOutcome, type TargetCheck } from './scenario.js';
+import {
+  type Scenario,
+  type ScenarioContext,
+  type ScenarioOutcome,
+  type TargetCheck,
+} from './scenario.js';
 
 const KEY = 'spread';
 /** Nothing expires by itself during the rounds. */
@@ -108,9 +113,17 @@ async function measure(context: ScenarioContext, contender: PeerFactory): Promis
         value,
         timeoutMs: TIMEOUT_MS,
       });
-      errors.push(...watched.map((result) => result.errors), ...settled.map((result) => result.errors));
+      errors.push(
+        ...watched.map((result) => result.errors),
+        ...settled.map((result) => result.errors),
+      );
       rounds.push(
-        toRound(action, invalidator, watched, settled.filter((result) => result.servedAtEpochMs === undefined).length),
+        toRound(
+          action,
+          invalidator,
+          watched,
+          settled.filter((result) => result.servedAtEpochMs === undefined).length,
+        ),
       );
     }
     // An expire's refresh may still be writing when the last round settles elsewhere.
@@ -118,7 +131,9 @@ async function measure(context: ScenarioContext, contender: PeerFactory): Promis
     const tally = await cluster.takeLoaderCalls();
     const orTimeout = (value: number | undefined): number => value ?? TIMEOUT_MS;
     const byAction = (action: Action): Summary =>
-      summarize(rounds.filter((round) => round.action === action).map((round) => orTimeout(round.allMs)));
+      summarize(
+        rounds.filter((round) => round.action === action).map((round) => orTimeout(round.allMs)),
+      );
     return {
       contender: contender.name,
       rounds: rounds.length,
@@ -141,7 +156,12 @@ async function measure(context: ScenarioContext, contender: PeerFactory): Promis
   }
 }
 
-function toRound(action: Action, invalidator: number, watched: WatchResult[], unsettledPods: number): SpreadRound {
+function toRound(
+  action: Action,
+  invalidator: number,
+  watched: WatchResult[],
+  unsettledPods: number,
+): SpreadRound {
   const call = watched[invalidator]!.invalidation;
   // A failed invalidation call: nothing to time from, every pod counts as not converged.
   const startedAt = call?.startedAtEpochMs ?? Number.NaN;
@@ -168,9 +188,14 @@ function toRound(action: Action, invalidator: number, watched: WatchResult[], un
   };
 }
 
-function outcome(context: ScenarioContext, rows: SpreadRow[], skipped: readonly PeerFactory[]): ScenarioOutcome {
+function outcome(
+  context: ScenarioContext,
+  rows: SpreadRow[],
+  skipped: readonly PeerFactory[],
+): ScenarioOutcome {
   const { pods } = context.options;
-  const expireRounds = (row: SpreadRow): number => row.roundsData.filter((round) => round.action === 'expire').length;
+  const expireRounds = (row: SpreadRow): number =>
+    row.roundsData.filter((round) => round.action === 'expire').length;
   const table: Table = {
     title: `S8 invalidation spread (${pods} pods, ${roundCount(context)} rounds alternating set / expire, one key)`,
     headers: [
@@ -222,7 +247,9 @@ function outcome(context: ScenarioContext, rows: SpreadRow[], skipped: readonly 
             `Not run: ${skipped.map((contender) => contender.name).join(', ')} (no cluster-wide set/expire: the hand-written Redis read-throughs and cache-manager have no invalidation bus; herd-guard-memory pods share nothing).`,
           ]
         : []),
-      ...rows.flatMap((row) => (row.countMismatch === undefined ? [] : [`${row.contender}: ${row.countMismatch}`])),
+      ...rows.flatMap((row) =>
+        row.countMismatch === undefined ? [] : [`${row.contender}: ${row.countMismatch}`],
+      ),
     ],
   };
   const hg = rows.find((row) => row.contender === HERD_GUARD_REDIS);

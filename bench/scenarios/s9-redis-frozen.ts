@@ -12,10 +12,19 @@ import { epochMs, sleep, sleepUntil } from '../harness/time.js';
 import { HERD_GUARD_REDIS } from '../contenders.js';
 import { type PeerFactory } from '../peers/peer.js';
 import { describeErrors, mergeCounts, prefill, total } from './common.js';
-import { type Scenario, type ScenarioContext, type ScenarioOutcome, type TargetCheck } from './scenario.js';
+import {
+  type Scenario,
+  type ScenarioContext,
+  type ScenarioOutcome,
+  type TargetCheck,
+} from './scenario.js';
 
 /** Fresh for the whole run. */
-const FRESH = { keyPrefix: 'f', keyCount: 80, ttl: { softMs: 600_000, hardMs: 3_600_000 } } as const;
+const FRESH = {
+  keyPrefix: 'f',
+  keyCount: 80,
+  ttl: { softMs: 600_000, hardMs: 3_600_000 },
+} as const;
 /** Past soft expiry within half a second of any refresh: stale for most of the freeze. */
 const STALE = { keyPrefix: 's', keyCount: 20, ttl: { softMs: 500, hardMs: 600_000 } } as const;
 const LOADER_MS = 20;
@@ -130,7 +139,11 @@ async function measure(context: ScenarioContext, contender: PeerFactory): Promis
   }
 }
 
-function phaseRow(results: ReadonlyArray<readonly PhaseResult[]>, index: number, loaderCalls: number): PhaseRow {
+function phaseRow(
+  results: ReadonlyArray<readonly PhaseResult[]>,
+  index: number,
+  loaderCalls: number,
+): PhaseRow {
   const latency = new Histogram();
   for (const pod of results) latency.mergeData(pod[index]!.latency);
   return {
@@ -190,7 +203,9 @@ function outcome(context: ScenarioContext, rows: FrozenRow[]): ScenarioOutcome {
             'With --procs, a loader call also INCRs a Redis counter (the cluster-wide count), so a loader started during the freeze ends only after the thaw.',
           ]
         : []),
-      ...rows.flatMap((row) => (row.countMismatch === undefined ? [] : [`${row.contender}: ${row.countMismatch}`])),
+      ...rows.flatMap((row) =>
+        row.countMismatch === undefined ? [] : [`${row.contender}: ${row.countMismatch}`],
+      ),
     ],
   };
   const hg = rows.find((row) => row.contender === HERD_GUARD_REDIS);
@@ -208,6 +223,13 @@ function outcome(context: ScenarioContext, rows: FrozenRow[]): ScenarioOutcome {
   return {
     tables: [table],
     targets,
-    data: { fresh: FRESH, stale: STALE, loaderMs: LOADER_MS, windows: windows(context), phases: PHASES, rows },
+    data: {
+      fresh: FRESH,
+      stale: STALE,
+      loaderMs: LOADER_MS,
+      windows: windows(context),
+      phases: PHASES,
+      rows,
+    },
   };
 }

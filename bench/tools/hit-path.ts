@@ -54,10 +54,14 @@ const subjects: Record<string, () => Promise<unknown>> = {
   'raw+decode': () => raw.get(rawKey).then(decodeEntry),
   store: async () => store.get('k'),
   engine: () => engine.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } }),
-  'engine-strict': () => strict.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } }),
-  'engine-memory': () => memory.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } }),
+  'engine-strict': () =>
+    strict.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } }),
+  'engine-memory': () =>
+    memory.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } }),
 };
-const chosen = Object.entries(subjects).filter(([name]) => only === 'all' || only.split(',').includes(name));
+const chosen = Object.entries(subjects).filter(
+  ([name]) => only === 'all' || only.split(',').includes(name),
+);
 
 async function loop(get: () => Promise<unknown>, ms: number): Promise<number> {
   const endAt = performance.now() + ms;
@@ -84,9 +88,12 @@ for (let round = 0; round < rounds; round++) {
     perOp.get(name)!.push(((performance.now() - startedAt) * 1000) / ops);
   }
 }
-const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const median = (values: number[]): number =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const base = median(perOp.get(chosen[0]![0])!);
-console.log(`mode ${mode} (${callers} caller${callers > 1 ? 's' : ''}), median of ${rounds} rounds of ${windowMs} ms`);
+console.log(
+  `mode ${mode} (${callers} caller${callers > 1 ? 's' : ''}), median of ${rounds} rounds of ${windowMs} ms`,
+);
 for (const [name, values] of perOp) {
   const us = median(values);
   console.log(

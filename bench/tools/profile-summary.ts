@@ -43,7 +43,9 @@ profile.samples.forEach((id, index) => {
   const name = label(nodes.get(id)!);
   self.set(name, (self.get(name) ?? 0) + us);
 });
-const rows = [...self].filter(([name]) => filter === undefined || name.includes(filter)).sort((a, b) => b[1] - a[1]);
+const rows = [...self]
+  .filter(([name]) => filter === undefined || name.includes(filter))
+  .sort((a, b) => b[1] - a[1]);
 console.log(`profile: ${(totalUs / 1000).toFixed(0)} ms sampled${ops > 0 ? `, ${ops} ops` : ''}`);
 for (const [name, us] of rows.slice(0, top)) {
   const share = ((100 * us) / totalUs).toFixed(1).padStart(5);

@@ -28,7 +28,10 @@ interface Revalidation {
 export class BackgroundRefresh {
   readonly #runtime: EngineRuntime;
   readonly #fills: FillProtocol;
-  /** The outcome of the refresh in flight per key, shared by its stale callers; removed when it settles. */
+  /**
+   * The outcome of the refresh in flight per key, shared by its stale callers; removed when it
+   * settles.
+   */
   readonly #revalidations = new Map<string, Revalidation>();
   /** Refreshes registered whose fill starts on the next turn: in flight, though not yet fills. */
   #starting = 0;
@@ -38,7 +41,10 @@ export class BackgroundRefresh {
     this.#fills = fills;
   }
 
-  /** Starts one refresh of the key (seen at `version`, holding `stale`), unless one runs or it backs off. */
+  /**
+   * Starts one refresh of the key (seen at `version`, holding `stale`), unless one runs or it backs
+   * off.
+   */
   start<T>(request: RefreshRequest<T>, stale: Entry<T>, version: number): void {
     if (this.#skip(request.key, version)) return;
     this.#run(request, stale, version).catch(ignore);
@@ -48,7 +54,11 @@ export class BackgroundRefresh {
    * {@link start} for callers that want to know how it ends: one promise per refresh, shared by
    * every stale caller of the key, settling with the new result or `undefined`. Never rejects.
    */
-  revalidation<T>(request: RefreshRequest<T>, stale: Entry<T>, version: number): Promise<ReadResult<T> | undefined> {
+  revalidation<T>(
+    request: RefreshRequest<T>,
+    stale: Entry<T>,
+    version: number,
+  ): Promise<ReadResult<T> | undefined> {
     const { key } = request;
     const pending = this.#revalidations.get(key);
     if (pending !== undefined && pending.version >= version) {
@@ -56,7 +66,10 @@ export class BackgroundRefresh {
     }
     if (this.#fills.backingOff(key, version)) return NO_REVALIDATION;
     const promise = this.#run(request, stale, version).then(
-      (fill) => (fill.loaded || isNewer(fill.entry, stale) ? toResult(fill.entry as Entry<T>, 'miss') : undefined),
+      (fill) =>
+        fill.loaded || isNewer(fill.entry, stale)
+          ? toResult(fill.entry as Entry<T>, 'miss')
+          : undefined,
       () => undefined,
     );
     const revalidation: Revalidation = { version, promise };
@@ -85,7 +98,16 @@ export class BackgroundRefresh {
       this.#starting += 1;
       return nextTurn().then(() => {
         this.#starting -= 1;
-        return this.#fills.run({ key, loader, policy, stale, tags, mode: 'background', fromVersion: version, cell });
+        return this.#fills.run({
+          key,
+          loader,
+          policy,
+          stale,
+          tags,
+          mode: 'background',
+          fromVersion: version,
+          cell,
+        });
       });
     });
   }

@@ -5,7 +5,10 @@ interface BackoffState {
   readonly failures: number;
   /** Epoch ms before which no new refresh attempt is made. */
   readonly retryAt: number;
-  /** The key's version when the last attempt failed: a newer version (an invalidation) ends the backoff. */
+  /**
+   * The key's version when the last attempt failed: a newer version (an invalidation) ends the
+   * backoff.
+   */
   readonly version: number;
 }
 
@@ -39,7 +42,10 @@ export class Backoff {
     return state !== undefined && now < state.retryAt && version <= state.version;
   }
 
-  /** Records a failure at `version`; returns the delay (ms) before the next attempt and the failure count. */
+  /**
+   * Records a failure at `version`; returns the delay (ms) before the next attempt and the failure
+   * count.
+   */
   recordFailure(
     key: string,
     now: number,

@@ -7,17 +7,31 @@ import { ConfigurationError } from '../errors/configuration.error.js';
 export type Duration = number | `${number}${DurationUnit}` | `${number} ${DurationUnit}`;
 export type DurationUnit = 'ms' | 's' | 'm' | 'h' | 'd';
 
-const UNIT_MS: Readonly<Record<DurationUnit, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const UNIT_MS: Readonly<Record<DurationUnit, number>> = {
+  ms: 1,
+  s: 1_000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+};
 const DURATION_PATTERN = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/;
 
-/** The longest delay a Node.js timer can wait (2^31 - 1 ms, about 24.8 days); longer ones fire at once. */
+/**
+ * The longest delay a Node.js timer can wait (2^31 - 1 ms, about 24.8 days); longer ones fire at
+ * once.
+ */
 export const MAX_TIMER_MS = 2_147_483_647;
 
-/** Parses a duration that arms a timer: as {@link parseDuration}, and at most {@link MAX_TIMER_MS}. */
+/**
+ * Parses a duration that arms a timer: as {@link parseDuration}, and at most {@link MAX_TIMER_MS}.
+ */
 export function parseTimerDuration(input: unknown, field: string): number {
   const ms = parseDuration(input, field);
   if (ms > MAX_TIMER_MS) {
-    throw new ConfigurationError(field, `must be at most ${MAX_TIMER_MS} ms (about 24.8 days), received ${ms} ms`);
+    throw new ConfigurationError(
+      field,
+      `must be at most ${MAX_TIMER_MS} ms (about 24.8 days), received ${ms} ms`,
+    );
   }
   return ms;
 }
@@ -26,7 +40,10 @@ export function parseTimerDuration(input: unknown, field: string): number {
 export function parseDuration(input: unknown, field: string): number {
   if (typeof input === 'number') {
     if (!Number.isFinite(input) || input < 0) {
-      throw new ConfigurationError(field, `expected a finite number of milliseconds >= 0, received ${input}`);
+      throw new ConfigurationError(
+        field,
+        `expected a finite number of milliseconds >= 0, received ${input}`,
+      );
     }
     return input;
   }

@@ -3,7 +3,12 @@ import { InvalidKeyError } from '../errors/invalid-key.error.js';
 import { isValidKey } from '../keys/valid-key.js';
 import type { Entry } from './entry.js';
 import type { HerdEvent, HerdEventListener } from './events.js';
-import { CORRUPT_ENTRY, type HerdStore, type StoreRead, type StoreSnapshot } from './herd-store.interface.js';
+import {
+  CORRUPT_ENTRY,
+  type HerdStore,
+  type StoreRead,
+  type StoreSnapshot,
+} from './herd-store.interface.js';
 import { KeyFlights } from './key-flights.js';
 import { LoadScopes } from './load-scope.js';
 import { EngineStats } from './stats.js';
@@ -23,7 +28,9 @@ export class EngineRuntime {
   readonly #listeners: HerdEventListener[] = [];
   /** The listeners, read-only (the hot path checks whether there are any); see `subscribe`. */
   readonly listeners: readonly HerdEventListener[] = this.#listeners;
-  /** Store writes started without awaiting them (lease release/hold); `settled()` waits for them. */
+  /**
+   * Store writes started without awaiting them (lease release/hold); `settled()` waits for them.
+   */
   readonly #pendingOps = new Set<Promise<unknown>>();
   #closed = false;
   /** Store errors already reported (a shared read's error reaches every caller that joined it). */
@@ -59,7 +66,9 @@ export class EngineRuntime {
   storeGet(key: string): StoreSnapshot | Promise<StoreSnapshot> {
     try {
       const found = this.store.get(key);
-      return found instanceof Promise ? found.catch((error: unknown) => this.storeReadFailed(key, error)) : found;
+      return found instanceof Promise
+        ? found.catch((error: unknown) => this.storeReadFailed(key, error))
+        : found;
     } catch (error) {
       return this.storeReadFailed(key, error);
     }

@@ -1,7 +1,9 @@
 import { type ResolvedPolicy, expiryFor } from './policy.js';
 import { type SerializerName, decodeValue, encodeValue } from './serializers.js';
 
-/** Format version written into every envelope; envelopes of another version are treated as absent. */
+/**
+ * Format version written into every envelope; envelopes of another version are treated as absent.
+ */
 export const ENTRY_FORMAT_VERSION = 2;
 
 /**
@@ -18,9 +20,15 @@ export interface Entry<T = unknown> {
    * invalidations of a key are ordered by it.
    */
   readonly version: number;
-  /** Marked stale by an invalidation (`expire()`, a tag, or an input it was derived from): never fresh again. */
+  /**
+   * Marked stale by an invalidation (`expire()`, a tag, or an input it was derived from): never
+   * fresh again.
+   */
   readonly invalidated?: boolean;
-  /** Epoch ms (the loading pod's clock) when the value was loaded. Only for `Age` and TTLs, never for ordering. */
+  /**
+   * Epoch ms (the loading pod's clock) when the value was loaded. Only for `Age` and TTLs, never
+   * for ordering.
+   */
   readonly createdAt: number;
   readonly softExpireAt: number;
   readonly hardExpireAt: number;
@@ -60,7 +68,11 @@ export function isNewer(entry: Entry, than: Entry | undefined): boolean {
 }
 
 /** The newest (by version) of two entries that may still be served at `now`. */
-export function newestServable(a: Entry | undefined, b: Entry | undefined, now: number): Entry | undefined {
+export function newestServable(
+  a: Entry | undefined,
+  b: Entry | undefined,
+  now: number,
+): Entry | undefined {
   const servableA = a !== undefined && isServable(a, now) ? a : undefined;
   const servableB = b !== undefined && isServable(b, now) ? b : undefined;
   if (servableA === undefined) return servableB;
@@ -111,12 +123,19 @@ export function newEntry<T>(source: EntrySource<T>): Entry<T> {
   const negative = value === null || value === undefined;
   const createdAt = Math.min(loadStartedAt, now);
   const expiry = expiryFor(policy, createdAt, negative, source.random);
-  const hardExpireAt = Math.min(expiry.hardExpireAt, inputs?.hardBoundMs ?? Number.POSITIVE_INFINITY);
+  const hardExpireAt = Math.min(
+    expiry.hardExpireAt,
+    inputs?.hardBoundMs ?? Number.POSITIVE_INFINITY,
+  );
   const entry: { -readonly [K in keyof Entry<T>]: Entry<T>[K] } = {
     value,
     version: source.version,
     createdAt,
-    softExpireAt: Math.min(expiry.softExpireAt, inputs?.softBoundMs ?? Number.POSITIVE_INFINITY, hardExpireAt),
+    softExpireAt: Math.min(
+      expiry.softExpireAt,
+      inputs?.softBoundMs ?? Number.POSITIVE_INFINITY,
+      hardExpireAt,
+    ),
     hardExpireAt,
     loadMs: Math.max(0, now - loadStartedAt),
   };
@@ -140,7 +159,8 @@ export function withVersion<T>(entry: Entry<T>, version: number): Entry<T> {
  * The wire form of an envelope: short field names, since it is stored once per key. The header
  * `{"v":2,"n":<version>,"i":<0|1>,` always comes first and in this order, so the Redis scripts can
  * rewrite the version and the invalidated flag without parsing the value: `withHeader` in
- * ENVELOPE_HEADER (lib/stores/redis/redis-scripts.ts) matches exactly this header; keep them in step.
+ * ENVELOPE_HEADER (lib/stores/redis/redis-scripts.ts) matches exactly this header; keep them in
+ * step.
  */
 interface WireEntry {
   v: number;
@@ -225,14 +245,17 @@ function isWireEntry(candidate: unknown): candidate is WireEntry {
   const wire = candidate as Record<string, unknown>;
   if (wire['v'] !== ENTRY_FORMAT_VERSION) return false;
   const { n, c, s, h, d } = wire;
-  if (!isTime(n) || !Number.isInteger(n) || !isTime(c) || !isTime(s) || !isTime(h) || !isTime(d)) return false;
+  if (!isTime(n) || !Number.isInteger(n) || !isTime(c) || !isTime(s) || !isTime(h) || !isTime(d))
+    return false;
   if (wire['i'] !== 0 && wire['i'] !== 1) return false;
   if (s > h) return false;
   if (wire['u'] !== undefined && wire['u'] !== 1) return false;
   if (wire['u'] === undefined && !('x' in wire)) return false;
-  if (wire['e'] !== undefined && !(wire['e'] === 'v8' && typeof wire['x'] === 'string')) return false;
+  if (wire['e'] !== undefined && !(wire['e'] === 'v8' && typeof wire['x'] === 'string'))
+    return false;
   const tags = wire['t'];
-  if (tags !== undefined && !(Array.isArray(tags) && tags.every((tag) => typeof tag === 'string'))) return false;
+  if (tags !== undefined && !(Array.isArray(tags) && tags.every((tag) => typeof tag === 'string')))
+    return false;
   return true;
 }
 

@@ -7,7 +7,10 @@ export type ReadPath = 'fresh' | 'stale' | 'miss';
  * metric labels.
  */
 export type HerdEvent =
-  /** A read returned. `path` tells how; `negative` marks a cached "not found"; `shared` a joined load. */
+  /**
+   * A read returned. `path` tells how; `negative` marks a cached "not found"; `shared` a joined
+   * load.
+   */
   | {
       readonly type: 'read';
       readonly key: string;
@@ -52,7 +55,12 @@ export type HerdEvent =
       readonly reason: 'loader-failed' | 'loader-timeout' | 'wait-timeout' | 'store-down';
     }
   /** After a failure, no refresh of `key` is attempted for `delayMs`. */
-  | { readonly type: 'backoff'; readonly key: string; readonly delayMs: number; readonly failures: number }
+  | {
+      readonly type: 'backoff';
+      readonly key: string;
+      readonly delayMs: number;
+      readonly failures: number;
+    }
   /** A stored entry could not be decoded; it was treated as a miss. */
   | { readonly type: 'corrupt-entry'; readonly key: string }
   | {

@@ -9,7 +9,15 @@ import { UpstreamUnavailableError } from '../errors/upstream-unavailable.error.j
 import { assertTags } from '../keys/valid-key.js';
 import { Backoff } from './backoff.js';
 import type { EngineRuntime } from './engine-runtime.js';
-import { type Entry, isFresh, isNegative, isNewer, isServable, newEntry, newestServable } from './entry.js';
+import {
+  type Entry,
+  isFresh,
+  isNegative,
+  isNewer,
+  isServable,
+  newEntry,
+  newestServable,
+} from './entry.js';
 import type { FillWatch, Lease } from './herd-store.interface.js';
 import type { FlightCell } from './key-flights.js';
 import { LoadScope } from './load-scope.js';
@@ -17,13 +25,18 @@ import type { LoadContext, Loader } from './loader.js';
 import { type ResolvedPolicy, maxLifetimeMs } from './policy.js';
 import { storable } from './serializers.js';
 
-/** A follower re-checks the store at least this often: a lost notification costs at most this long. */
+/**
+ * A follower re-checks the store at least this often: a lost notification costs at most this long.
+ */
 export const RECHECK_INTERVAL_MS = 250;
 
 /** The shortest wait before extending a lease again after an extension failed. */
 const MIN_EXTEND_RETRY_MS = 50;
 
-/** What a fill produced: an entry, and whether it comes from this load (then it is served even if already expired). */
+/**
+ * What a fill produced: an entry, and whether it comes from this load (then it is served even if
+ * already expired).
+ */
 export interface Fill {
   readonly entry: Entry;
   readonly loaded: boolean;
@@ -34,7 +47,8 @@ export interface Fill {
  * - `miss`: a caller with nothing fresh; takes a servable value found meanwhile.
  * - `background`: a refresh no caller waits for; the same, and its events say so.
  * - `input`: a value read by another key's loader; waits for a fresh value (never launders stale).
- * - `forced`: `refresh()`; takes over a running load and accepts only a value loaded after the call.
+ * - `forced`: `refresh()`; takes over a running load and accepts only a value loaded after the
+ * call.
  * - `warm`: `warm()`; accepts only a value loaded after the call, but waits for a running load.
  */
 export type FillMode = 'miss' | 'background' | 'input' | 'forced' | 'warm';
@@ -49,7 +63,9 @@ export interface FillRequest<T> {
   readonly mode: FillMode;
   /** The key's version the fill started from (what its first caller saw). */
   readonly fromVersion: number;
-  /** Raised as the fill learns the key's version, so callers that saw a newer one do not join it. */
+  /**
+   * Raised as the fill learns the key's version, so callers that saw a newer one do not join it.
+   */
   readonly cell: FlightCell;
 }
 
@@ -68,7 +84,9 @@ export class FillProtocol {
   readonly #runtime: EngineRuntime;
   /** Removes a key (and the values derived from it) whose loader answered that it is gone. */
   readonly #onGone: (key: string) => Promise<unknown>;
-  /** Keys whose loads failed recently: no refresh is tried before their delay (see `backingOff`). */
+  /**
+   * Keys whose loads failed recently: no refresh is tried before their delay (see `backingOff`).
+   */
   readonly #backoff: Backoff;
   /** Fills running, superseded ones included; `settled()` waits for them. */
   readonly #fills = new Set<Promise<Fill>>();
@@ -94,7 +112,9 @@ export class FillProtocol {
     return running;
   }
 
-  /** True while `key`, seen at `version`, backs off after a failed load: a refresh would fail again. */
+  /**
+   * True while `key`, seen at `version`, backs off after a failed load: a refresh would fail again.
+   */
   backingOff(key: string, version: number): boolean {
     return this.#backoff.isBackingOff(key, this.#runtime.now(), version);
   }
@@ -109,7 +129,9 @@ export class FillProtocol {
     return this.#loaders.size;
   }
 
-  /** For `close()`: aborts the running loaders and ends followers' waits (then their fills stop). */
+  /**
+   * For `close()`: aborts the running loaders and ends followers' waits (then their fills stop).
+   */
   stop(): void {
     for (const [loader, key] of this.#loaders) loader.abort(new ClosedError(key));
     for (const watch of this.#watches) watch.close();
@@ -130,11 +152,20 @@ export class FillProtocol {
       const waitStartedAt = performance.now();
       const giveUpAt = waitStartedAt + 2 * policy.waitTimeoutMs;
       let waiting = false;
-      /** The version of the lease holder being waited for, and since when (each holder gets waitTimeout). */
+      /**
+       * The version of the lease holder being waited for, and since when (each holder gets
+       * waitTimeout).
+       */
       let holder: { version: number; since: number } | undefined;
-      /** Set when the holder made no progress within waitTimeout: the next attempt takes its lease over. */
+      /**
+       * Set when the holder made no progress within waitTimeout: the next attempt takes its lease
+       * over.
+       */
       let takeoverFrom: number | undefined;
-      /** The holder a takeover was tried from (once per holder; a rescuer is not taken over as stuck). */
+      /**
+       * The holder a takeover was tried from (once per holder; a rescuer is not taken over as
+       * stuck).
+       */
       let triedFrom: number | undefined;
       for (;;) {
         // A fill still running when the engine closed must not start a load (or take a lease).
@@ -142,7 +173,8 @@ export class FillProtocol {
         let outcome = await this.#tryLease(request, takeoverFrom);
         takeoverFrom = undefined;
         if (outcome.kind === 'unreachable') {
-          // Check: nothing to coordinate with, so load here (coalesced in this process only). Unless
+          // Check: nothing to coordinate with, so load here (coalesced in this process only).
+          // Unless
           // a holder was seen and the store is not deemed down: one failed re-check (a slow reply)
           // is no reason to load beside a holder that may well be loading.
           if (holder === undefined || runtime.store.health().breaker === 'open') {
@@ -151,8 +183,10 @@ export class FillProtocol {
           outcome = { kind: 'contended', current: undefined, version: holder.version };
         }
         // Lock: this caller owns the fill.
-        if (outcome.kind === 'owner') return await this.#load(request, outcome.lease, outcome.current);
-        // Contended: someone else loads. Settle for what this request accepts, or wait for the fill.
+        if (outcome.kind === 'owner')
+          return await this.#load(request, outcome.lease, outcome.current);
+        // Contended: someone else loads. Settle for what this request accepts, or wait for the
+        // fill.
         runtime.emit({ type: 'lease-contended', key });
         const usable = this.#usable(request, outcome.current);
         if (usable !== undefined) return { entry: usable, loaded: false };
@@ -163,17 +197,23 @@ export class FillProtocol {
         if (now >= giveUpAt) return await this.#onWaitTimeout(request, now - waitStartedAt);
         const stuckAt = holder.since + policy.waitTimeoutMs;
         if (now >= stuckAt && triedFrom !== holder.version) {
-          // The holder made no progress within waitTimeout: take its lease over. The compare-and-set
-          // on its version lets one caller in the cluster win; the others then wait for that one, and
+          // The holder made no progress within waitTimeout: take its lease over. The
+          // compare-and-set
+          // on its version lets one caller in the cluster win; the others then wait for that one,
+          // and
           // a lease taken over this way is not taken over again (a slow load is replaced once).
           takeoverFrom = triedFrom = holder.version;
           continue;
         }
-        // The owner's notification wakes us; the store is re-checked anyway (a notification is a hint).
+        // The owner's notification wakes us; the store is re-checked anyway (a notification is a
+        // hint).
         const nextDeadline = triedFrom === holder.version ? giveUpAt : stuckAt;
         const timeoutMs = Math.min(nextDeadline - now, policy.leaseTtlMs, RECHECK_INTERVAL_MS);
         if (await watch.next(timeoutMs)) {
-          const filled = this.#usable(request, runtime.decoded(key, (await runtime.storeGet(key)).entry));
+          const filled = this.#usable(
+            request,
+            runtime.decoded(key, (await runtime.storeGet(key)).entry),
+          );
           if (filled !== undefined) return { entry: filled, loaded: false };
         }
         // Try for the lease again: the owner failed, gave up, or died and its lease expired.
@@ -189,7 +229,11 @@ export class FillProtocol {
    * value, releases the lease and wakes followers in one store step. The lease is released or held
    * for the backoff in the one `finally` below.
    */
-  async #load<T>(request: FillRequest<T>, lease: Lease | undefined, current: Entry | undefined): Promise<Fill> {
+  async #load<T>(
+    request: FillRequest<T>,
+    lease: Lease | undefined,
+    current: Entry | undefined,
+  ): Promise<Fill> {
     const { key, policy } = request;
     const runtime = this.#runtime;
     // The fail-safe value: what this caller had, or what the store held when the lease was taken.
@@ -234,7 +278,8 @@ export class FillProtocol {
           error,
         });
         // A client error (a 404, a 403) is the loader's answer, not an outage: the stale value must
-        // not outlive it (no fail-safe, no backoff), so the key goes, with what was derived from it.
+        // not outlive it (no fail-safe, no backoff), so the key goes, with what was derived from
+        // it.
         if (!isLoaderFailure(error)) {
           if (stale !== undefined) runtime.track(this.#onGone(key), 'delete', key);
           throw error instanceof HerdGuardError ? error : new LoaderFailedError(key, error);
@@ -242,10 +287,15 @@ export class FillProtocol {
         // On error: serve stale (fail-safe) and back off, or throw.
         const now = runtime.now();
         if (stale !== undefined && isServable(stale, now)) {
-          const { delayMs, failures } = this.#backoff.recordFailure(key, now, lease?.fence ?? request.cell.version, {
-            initialMs: policy.backoffInitialMs,
-            maxMs: policy.backoffMaxMs,
-          });
+          const { delayMs, failures } = this.#backoff.recordFailure(
+            key,
+            now,
+            lease?.fence ?? request.cell.version,
+            {
+              initialMs: policy.backoffInitialMs,
+              maxMs: policy.backoffMaxMs,
+            },
+          );
           runtime.emit({ type: 'backoff', key, delayMs, failures });
           runtime.emit({
             type: 'stale-on-error',
@@ -278,7 +328,8 @@ export class FillProtocol {
       if (!isNegative(entry) || policy.negativeTtlMs > 0) {
         const stored = await this.#store(key, entry, lease);
         leaseSettled = stored !== 'failed';
-        if (stored === 'fenced') runtime.emit({ type: 'load-fenced', key, background: request.mode === 'background' });
+        if (stored === 'fenced')
+          runtime.emit({ type: 'load-fenced', key, background: request.mode === 'background' });
       }
       runtime.emit({
         type: 'load-ok',
@@ -292,7 +343,9 @@ export class FillProtocol {
       keepAlive?.stop();
       if (lease !== undefined && !leaseSettled) {
         runtime.track(
-          holdLeaseMs > 0 ? runtime.store.extendLease(lease, holdLeaseMs) : runtime.store.releaseLease(lease),
+          holdLeaseMs > 0
+            ? runtime.store.extendLease(lease, holdLeaseMs)
+            : runtime.store.releaseLease(lease),
           'release-lease',
           key,
         );
@@ -304,7 +357,11 @@ export class FillProtocol {
    * Hands a loaded value to the store, whose fence decides: `stored`, `fenced` (not written), or
    * `failed`. A value loaded without a lease is only offered (never shared), so never fenced.
    */
-  async #store(key: string, entry: Entry, lease: Lease | undefined): Promise<'stored' | 'fenced' | 'failed'> {
+  async #store(
+    key: string,
+    entry: Entry,
+    lease: Lease | undefined,
+  ): Promise<'stored' | 'fenced' | 'failed'> {
     try {
       const written = await this.#runtime.store.fill(key, entry, lease);
       return written || lease === undefined ? 'stored' : 'fenced';
@@ -343,7 +400,9 @@ export class FillProtocol {
     };
     const scope = new LoadScope(key, runtime.scopes.current(), maxLifetimeMs(policy));
     const aborted = new Promise<never>((_, reject) => {
-      controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
+      controller.signal.addEventListener('abort', () => reject(controller.signal.reason), {
+        once: true,
+      });
     });
     let value: Promise<T>;
     let endScope = (): void => undefined;
@@ -371,8 +430,13 @@ export class FillProtocol {
     throw new UpstreamUnavailableError(request.key, waitedMs);
   }
 
-  /** One lease attempt; `refresh()` (and a follower whose wait timed out) takes over from a version. */
-  async #tryLease<T>(request: FillRequest<T>, takeoverAfterWait: number | undefined): Promise<LeaseOutcome> {
+  /**
+   * One lease attempt; `refresh()` (and a follower whose wait timed out) takes over from a version.
+   */
+  async #tryLease<T>(
+    request: FillRequest<T>,
+    takeoverAfterWait: number | undefined,
+  ): Promise<LeaseOutcome> {
     const { key, policy, cell } = request;
     const forced = request.mode === 'forced';
     const takeoverFrom = forced ? request.fromVersion : takeoverAfterWait;
@@ -387,7 +451,8 @@ export class FillProtocol {
       cell.learn(current.version);
       if (attempt.repaired === true) runtime.emit({ type: 'corrupt-entry', key });
       const entry = runtime.decoded(key, current.entry);
-      if (lease === undefined) return { kind: 'contended', current: entry, version: current.version };
+      if (lease === undefined)
+        return { kind: 'contended', current: entry, version: current.version };
       return { kind: 'owner', lease, current: entry };
     } catch (error) {
       this.#runtime.emit({ type: 'store-error', operation: 'acquire-lease', key, error });
@@ -407,14 +472,20 @@ export class FillProtocol {
         return current !== undefined && isFresh(current, now) ? current : undefined;
       case 'forced':
       case 'warm':
-        return current !== undefined && isFresh(current, now) && current.version > request.fromVersion
+        return current !== undefined &&
+          isFresh(current, now) &&
+          current.version > request.fromVersion
           ? current
           : undefined;
     }
   }
 
   /** Records the key under each tag until its value could expire, before it is loaded. */
-  async #indexTags(key: string, tags: readonly string[] | undefined, policy: ResolvedPolicy): Promise<void> {
+  async #indexTags(
+    key: string,
+    tags: readonly string[] | undefined,
+    policy: ResolvedPolicy,
+  ): Promise<void> {
     if (tags === undefined || tags.length === 0) return;
     assertTags(tags);
     const ttlMs = maxLifetimeMs(policy);
@@ -428,7 +499,8 @@ export class FillProtocol {
   /**
    * Extends the lease while the loader runs, so a slow load does not let a second loader in: every
    * third of its time to live, until the loader ends (at the latest when `loaderHardTimeout` aborts
-   * it). A holder that keeps its lease but makes no progress for `waitTimeout` is taken over once by
+   * it). A holder that keeps its lease but makes no progress for `waitTimeout` is taken over once
+   * by
    * a waiting follower (see `#run`); when the lease is lost, `onLost` runs.
    */
   #keepLeaseAlive(lease: Lease, policy: ResolvedPolicy, onLost: () => void): { stop(): void } {

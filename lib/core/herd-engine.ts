@@ -17,7 +17,12 @@ import type { HerdStore, StoreSnapshot } from './herd-store.interface.js';
 import { Invalidation } from './invalidation.js';
 import type { LoadScope } from './load-scope.js';
 import { type Loader, assertLoader } from './loader.js';
-import { type CachePolicy, type ResolvedPolicy, resolvePolicy, shouldRefreshEarly } from './policy.js';
+import {
+  type CachePolicy,
+  type ResolvedPolicy,
+  resolvePolicy,
+  shouldRefreshEarly,
+} from './policy.js';
 import { PolicyCache } from './policy-cache.js';
 import { type ReadOptions, type ReadResult, sameTags, toResult } from './read-result.js';
 import { storable } from './serializers.js';
@@ -52,7 +57,10 @@ export interface EngineActivity {
   readonly pendingStoreOps: number;
 }
 
-/** What a caller gets: the value alone (no object per caller on the hot path), or a {@link ReadResult}. */
+/**
+ * What a caller gets: the value alone (no object per caller on the hot path), or a {@link
+ * ReadResult}.
+ */
 type Wants = 'value' | 'result';
 
 /** The options of `set()`, `refresh()` and `warm()`. */
@@ -73,7 +81,10 @@ interface ReadRequest<T> extends RefreshRequest<T> {
   readonly mode: 'miss' | 'input';
   /** Callers that joined after the first. Written by `#read` while the read is shared only. */
   joiners: number;
-  /** The first caller's answer, which every joiner receives. Written once, right after the read is sent. */
+  /**
+   * The first caller's answer, which every joiner receives. Written once, right after the read is
+   * sent.
+   */
   routed: Promise<unknown>;
 }
 
@@ -108,7 +119,11 @@ export class HerdEngine {
     this.store = options.store;
     this.#defaults = resolvePolicy(options.policy);
     this.#policies = new PolicyCache(options.policy);
-    this.#runtime = new EngineRuntime(this.store, options.now ?? Date.now, options.random ?? Math.random);
+    this.#runtime = new EngineRuntime(
+      this.store,
+      options.now ?? Date.now,
+      options.random ?? Math.random,
+    );
     this.#invalidation = new Invalidation(this.store);
     this.#fills = new FillProtocol(this.#runtime, (key) => this.#invalidation.delete(key));
     this.#refresh = new BackgroundRefresh(this.#runtime, this.#fills);
@@ -123,7 +138,10 @@ export class HerdEngine {
     return this.#runtime.closed;
   }
 
-  /** Returns the value of `key`, loading it with `loader` at most once across all concurrent callers. */
+  /**
+   * Returns the value of `key`, loading it with `loader` at most once across all concurrent
+   * callers.
+   */
   getOrLoad<T>(key: string, loader: Loader<T>, options?: ReadOptions): Promise<T> {
     return this.#read(key, loader, options, 'value') as Promise<T>;
   }
@@ -138,7 +156,8 @@ export class HerdEngine {
     this.#runtime.assertOpen(key);
     const scope = this.#runtime.scopes.current();
     if (scope !== undefined) await this.#linkInput(scope, key);
-    const entry = this.#runtime.decoded(key, (await this.#runtime.storeGet(key)).entry) as Entry<T> | undefined;
+    const entry = this.#runtime.decoded(key, (await this.#runtime.storeGet(key)).entry) as
+      Entry<T> | undefined;
     const now = this.#runtime.now();
     if (entry === undefined || !isServable(entry, now)) return undefined;
     scope?.record(entry, now);
@@ -156,7 +175,15 @@ export class HerdEngine {
     const now = this.#runtime.now();
     const stored = storable(key, value, policy.serializer);
     const { random } = this.#runtime;
-    const entry = newEntry({ value: stored, policy, random, loadStartedAt: now, now, version: 0, tags: options.tags });
+    const entry = newEntry({
+      value: stored,
+      policy,
+      random,
+      loadStartedAt: now,
+      now,
+      version: 0,
+      tags: options.tags,
+    });
     await this.#invalidation.set(key, entry, policy);
   }
 
@@ -170,24 +197,34 @@ export class HerdEngine {
     return this.#invalidation.expire(key);
   }
 
-  /** Removes `key` (and values derived from it); running loads of it are fenced. The next read is a miss. */
+  /**
+   * Removes `key` (and values derived from it); running loads of it are fenced. The next read is a
+   * miss.
+   */
   async delete(key: string): Promise<void> {
     this.#runtime.assertOpen(key);
     await this.#invalidation.delete(key);
   }
 
-  /** Marks every key stored with `tag` (and values derived from them) stale. Resolves how many held a value. */
+  /**
+   * Marks every key stored with `tag` (and values derived from them) stale. Resolves how many held
+   * a value.
+   */
   async expireTag(tag: string): Promise<number> {
     return this.#invalidation.tag(tag, 'stale');
   }
 
-  /** Deletes every key stored with `tag` (and values derived from them). Resolves how many held a value. */
+  /**
+   * Deletes every key stored with `tag` (and values derived from them). Resolves how many held a
+   * value.
+   */
   async deleteTag(tag: string): Promise<number> {
     return this.#invalidation.tag(tag, 'delete');
   }
 
   /**
-   * Loads `key` now, even if a fresh value is cached (prefetch, after an update). Always a new load:
+   * Loads `key` now, even if a fresh value is cached (prefetch, after an update). Always a new
+   * load:
    * a load of the key already running here or elsewhere is taken over (and fenced).
    */
   refresh<T>(key: string, loader: Loader<T>, options: WriteOptions = {}): Promise<ReadResult<T>> {
@@ -203,7 +240,10 @@ export class HerdEngine {
     return this.#reload(key, loader, options, 'warm');
   }
 
-  /** Resolves a per-call policy over the defaults (cached per policy object). Throws ConfigurationError. */
+  /**
+   * Resolves a per-call policy over the defaults (cached per policy object). Throws
+   * ConfigurationError.
+   */
   policyFor(policy: CachePolicy | undefined): ResolvedPolicy {
     return policy === undefined ? this.#defaults : this.#policies.resolve(policy);
   }
@@ -266,17 +306,35 @@ export class HerdEngine {
     const { flights } = runtime;
     const start = mode === 'forced' ? flights.restart.bind(flights) : flights.run.bind(flights);
     const fill = await start(key, snapshot.version, (cell) =>
-      this.#fills.run({ key, loader, policy, stale, tags, mode, fromVersion: snapshot.version, cell }),
+      this.#fills.run({
+        key,
+        loader,
+        policy,
+        stale,
+        tags,
+        mode,
+        fromVersion: snapshot.version,
+        cell,
+      }),
     );
-    // A value loaded after the call (here or elsewhere) is a miss; the fail-safe stale value says so.
-    const fresh = isFresh(fill.entry, runtime.now()) && fill.entry !== stale && !isBornStale(fill.entry);
+    // A value loaded after the call (here or elsewhere) is a miss; the fail-safe stale value says
+    // so.
+    const fresh =
+      isFresh(fill.entry, runtime.now()) && fill.entry !== stale && !isBornStale(fill.entry);
     return toResult(fill.entry as Entry<T>, fresh ? 'miss' : 'stale');
   }
 
   // --- the read path -------------------------------------------------------------------------
 
-  /** One read: the store's answer is routed once per caller (or once for callers sharing the read). */
-  #read<T>(key: string, loader: Loader<T>, options: ReadOptions | undefined, wants: Wants): Promise<T | ReadResult<T>> {
+  /**
+   * One read: the store's answer is routed once per caller (or once for callers sharing the read).
+   */
+  #read<T>(
+    key: string,
+    loader: Loader<T>,
+    options: ReadOptions | undefined,
+    wants: Wants,
+  ): Promise<T | ReadResult<T>> {
     const runtime: EngineRuntime = this.#runtime;
     let policy: ResolvedPolicy;
     let timeoutMs: number | undefined;
@@ -284,7 +342,8 @@ export class HerdEngine {
       runtime.assertOpen(key);
       assertLoader(loader);
       policy = this.policyFor(options?.policy);
-      if (options?.timeout !== undefined) timeoutMs = parseTimerDuration(options.timeout, 'timeout');
+      if (options?.timeout !== undefined)
+        timeoutMs = parseTimerDuration(options.timeout, 'timeout');
     } catch (error) {
       return Promise.reject(error);
     }
@@ -311,7 +370,8 @@ export class HerdEngine {
     }
     const shareable = wants === 'value' && signal === undefined && timeoutMs === undefined;
     if (shareable) {
-      // Callers of a key with the same policy and tags share a store read sent in this tick (and its routing).
+      // Callers of a key with the same policy and tags share a store read sent in this tick (and
+      // its routing).
       const shared = this.#sharedReads.get(key);
       if (shared !== undefined && shared.policy === policy && sameTags(shared.tags, tags)) {
         shared.joiners += 1;
@@ -347,7 +407,8 @@ export class HerdEngine {
       joiners: 0,
       routed: NOT_ROUTED,
     };
-    if (!(found instanceof Promise)) return Promise.resolve(this.#route(read, entry, found.version, now));
+    if (!(found instanceof Promise))
+      return Promise.resolve(this.#route(read, entry, found.version, now));
     const routed = found.then(
       (snapshot) => this.#routeSnapshot(read, snapshot),
       (error: unknown) => this.#routeSnapshot(read, runtime.storeReadFailed(key, error)),
@@ -362,7 +423,10 @@ export class HerdEngine {
     return routed;
   }
 
-  #routeSnapshot<T>(read: ReadRequest<T>, snapshot: StoreSnapshot): T | ReadResult<T> | Promise<T | ReadResult<T>> {
+  #routeSnapshot<T>(
+    read: ReadRequest<T>,
+    snapshot: StoreSnapshot,
+  ): T | ReadResult<T> | Promise<T | ReadResult<T>> {
     const entry = this.#runtime.decoded(read.key, snapshot.entry) as Entry<T> | undefined;
     return this.#route(read, entry, snapshot.version, this.#runtime.now());
   }
@@ -390,7 +454,9 @@ export class HerdEngine {
     }
     // Nothing servable without waiting: join or start the load.
     const stale = entry !== undefined && isServable(entry, now) ? entry : undefined;
-    return this.#fillFor(read, stale, version).then((served) => this.#answer(read, served.entry, served.path));
+    return this.#fillFor(read, stale, version).then((served) =>
+      this.#answer(read, served.entry, served.path),
+    );
   }
 
   /**
@@ -425,7 +491,9 @@ export class HerdEngine {
     }
   }
 
-  /** Records `scope`'s key as derived from `key`; if that fails, the derived value is stored stale. */
+  /**
+   * Records `scope`'s key as derived from `key`; if that fails, the derived value is stored stale.
+   */
   async #linkInput(scope: LoadScope, key: string): Promise<void> {
     try {
       await this.store.addToIndex({ inputOf: key }, scope.key, scope.linkTtlMs);
@@ -440,7 +508,12 @@ export class HerdEngine {
    * caller saw (`version`), or start one, bounded by the caller's own limits. The callers sharing
    * this read join too; a `retry` (after the joined flight was fenced) counts only this caller.
    */
-  #fillFor<T>(read: ReadRequest<T>, stale: Entry<T> | undefined, version: number, retry = false): Promise<Served<T>> {
+  #fillFor<T>(
+    read: ReadRequest<T>,
+    stale: Entry<T> | undefined,
+    version: number,
+    retry = false,
+  ): Promise<Served<T>> {
     const { key, loader, policy, tags, mode } = read;
     const runtime = this.#runtime;
     const { flights } = runtime;
@@ -448,11 +521,14 @@ export class HerdEngine {
     for (let i = 0; i < joined; i += 1) runtime.emit({ type: 'coalesced', key });
     const timeoutMs = this.#callerTimeoutMs(read, stale);
     const limits =
-      read.signal === undefined && timeoutMs === undefined ? undefined : { signal: read.signal, timeoutMs };
+      read.signal === undefined && timeoutMs === undefined
+        ? undefined
+        : { signal: read.signal, timeoutMs };
     const fill = flights.run(
       key,
       version,
-      (cell) => this.#fills.run({ key, loader, policy, stale, tags, mode, fromVersion: version, cell }),
+      (cell) =>
+        this.#fills.run({ key, loader, policy, stale, tags, mode, fromVersion: version, cell }),
       limits,
     );
     return fill.then(
@@ -472,7 +548,8 @@ export class HerdEngine {
         if (error instanceof LoadFencedError && stale === undefined && !retry) {
           return this.#fillFor(read, stale, version, true);
         }
-        // A client error (the key is gone, or forbidden now) reaches the caller: no stale value instead.
+        // A client error (the key is gone, or forbidden now) reaches the caller: no stale value
+        // instead.
         const answered = !isLoaderFailure(error instanceof LoaderFailedError ? error.cause : error);
         if (
           stale !== undefined &&
@@ -498,7 +575,10 @@ export class HerdEngine {
     );
   }
 
-  /** How long the caller waits: its own timeout, and with a stale value in hand at most loaderSoftTimeout. */
+  /**
+   * How long the caller waits: its own timeout, and with a stale value in hand at most
+   * loaderSoftTimeout.
+   */
   #callerTimeoutMs<T>(read: ReadRequest<T>, stale: Entry | undefined): number | undefined {
     const own = read.timeoutMs;
     const soft = stale === undefined ? undefined : read.policy.loaderSoftTimeoutMs;
@@ -512,7 +592,13 @@ export class HerdEngine {
     const runtime = this.#runtime;
     runtime.stats.countRead('fresh', negative);
     if (runtime.listeners.length > 0) {
-      runtime.emit({ type: 'read', key, path: 'fresh', negative, durationMs: elapsedMs(startedAt) });
+      runtime.emit({
+        type: 'read',
+        key,
+        path: 'fresh',
+        negative,
+        durationMs: elapsedMs(startedAt),
+      });
     }
     return wants === 'value' ? entry.value : toResult(entry, 'fresh');
   }
@@ -530,7 +616,8 @@ export class HerdEngine {
     runtime.stats.countRead(path, negative, callers);
     if (runtime.listeners.length > 0) {
       const durationMs = elapsedMs(read.startedAt);
-      for (let i = 0; i < callers; i += 1) runtime.emit({ type: 'read', key: read.key, path, negative, durationMs });
+      for (let i = 0; i < callers; i += 1)
+        runtime.emit({ type: 'read', key: read.key, path, negative, durationMs });
     }
     return read.wants === 'value' ? entry.value : toResult(entry, path, revalidated);
   }
@@ -542,8 +629,11 @@ function elapsedMs(startedAt: number): number {
 }
 
 /** Why a caller that had a stale value in hand gets it instead of an error. */
-function staleReason(error: unknown): 'loader-failed' | 'loader-timeout' | 'wait-timeout' | 'store-down' {
-  if (error instanceof LoaderTimeoutError || error instanceof WaitTimeoutError) return 'loader-timeout';
+function staleReason(
+  error: unknown,
+): 'loader-failed' | 'loader-timeout' | 'wait-timeout' | 'store-down' {
+  if (error instanceof LoaderTimeoutError || error instanceof WaitTimeoutError)
+    return 'loader-timeout';
   if (error instanceof UpstreamUnavailableError) return 'wait-timeout';
   if (error instanceof StoreError) return 'store-down';
   return 'loader-failed';

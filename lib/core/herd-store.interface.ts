@@ -1,6 +1,9 @@
 import type { Entry } from './entry.js';
 
-/** Returned as a snapshot's entry when the key holds something that cannot be decoded. Counted as a miss. */
+/**
+ * Returned as a snapshot's entry when the key holds something that cannot be decoded. Counted as a
+ * miss.
+ */
 export const CORRUPT_ENTRY: unique symbol = Symbol('herd-guard.corrupt-entry');
 
 /** What a key holds: an envelope, nothing, or something unreadable. */
@@ -16,7 +19,10 @@ export interface StoreSnapshot {
   readonly version: number;
 }
 
-/** The right to fill one key, held by one caller in the whole cluster until released, expired or revoked. */
+/**
+ * The right to fill one key, held by one caller in the whole cluster until released, expired or
+ * revoked.
+ */
 export interface Lease {
   readonly key: string;
   /** Random per grant; only its holder can extend or release the lease. */
@@ -26,7 +32,10 @@ export interface Lease {
    * only while the key is still at this version (no invalidation, no other grant since).
    */
   readonly fence: number;
-  /** How long the lease was granted for (it may be shorter than asked): extend it before this passes. */
+  /**
+   * How long the lease was granted for (it may be shorter than asked): extend it before this
+   * passes.
+   */
   readonly ttlMs: number;
 }
 
@@ -43,7 +52,8 @@ export interface LeaseAttempt {
 export interface AcquireOptions {
   /**
    * Take the lease even though another caller holds it, provided the key is still at this version
-   * (compare-and-set: of many callers taking over from the same holder, one wins). The holder's load
+   * (compare-and-set: of many callers taking over from the same holder, one wins). The holder's
+   * load
    * is then fenced: its value is never stored.
    */
   readonly takeoverFrom?: number;
@@ -55,7 +65,10 @@ export interface AcquireOptions {
   readonly takeover?: 'stuck' | 'forced';
 }
 
-/** How an invalidation leaves the key's value: marked stale (served stale, refreshed once) or removed. */
+/**
+ * How an invalidation leaves the key's value: marked stale (served stale, refreshed once) or
+ * removed.
+ */
 export type InvalidationMode = 'stale' | 'delete';
 
 export interface InvalidationResult {
@@ -87,7 +100,10 @@ export interface StoreHealth {
   readonly reason?: string;
 }
 
-/** A set of keys kept by the store: the keys stored with a tag, or the keys derived from an input key. */
+/**
+ * A set of keys kept by the store: the keys stored with a tag, or the keys derived from an input
+ * key.
+ */
 export type KeyIndex = { readonly tag: string } | { readonly inputOf: string };
 
 /**
@@ -99,7 +115,10 @@ export type KeyIndex = { readonly tag: string } | { readonly inputOf: string };
 export interface HerdStore {
   /** Short name for logs and metrics (`memory`, `redis`). */
   readonly name: string;
-  /** One read; may answer synchronously. Never rejects for a corrupt entry (its entry is {@link CORRUPT_ENTRY}). */
+  /**
+   * One read; may answer synchronously. Never rejects for a corrupt entry (its entry is {@link
+   * CORRUPT_ENTRY}).
+   */
   get(key: string): StoreSnapshot | Promise<StoreSnapshot>;
   /**
    * Stores a value loaded under `lease` (`entry.version` is `lease.fence`) unless fenced, releases
@@ -117,13 +136,18 @@ export interface HerdStore {
   set(key: string, entry: Entry): Promise<number>;
   /** Advances the version, revokes any lease, marks the value stale or removes it, and notifies. */
   invalidate(key: string, mode: InvalidationMode): Promise<InvalidationResult>;
-  /** Records `key` in `index` for `ttlMs` (counted on the store's clock), or longer if already there. */
+  /**
+   * Records `key` in `index` for `ttlMs` (counted on the store's clock), or longer if already
+   * there.
+   */
   addToIndex(index: KeyIndex, key: string, ttlMs: number): Promise<void>;
   /** The keys recorded in `index` that may still exist. */
   indexMembers(index: KeyIndex): Promise<string[]>;
   /** Tries to take the fill lease for `key` for `ttlMs`. */
   acquireLease(key: string, ttlMs: number, options?: AcquireOptions): Promise<LeaseAttempt>;
-  /** Extends a lease this caller holds; false when it was lost (expired, revoked, taken by another). */
+  /**
+   * Extends a lease this caller holds; false when it was lost (expired, revoked, taken by another).
+   */
   extendLease(lease: Lease, ttlMs: number): Promise<boolean>;
   /** Releases a lease if this caller still holds it, and wakes followers. */
   releaseLease(lease: Lease): Promise<void>;

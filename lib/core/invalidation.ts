@@ -3,7 +3,9 @@ import type { Entry } from './entry.js';
 import type { HerdStore, InvalidationMode, KeyIndex } from './herd-store.interface.js';
 import { type ResolvedPolicy, maxLifetimeMs } from './policy.js';
 
-/** Store commands in flight at once while invalidating many keys (a tag, the dependents of a key). */
+/**
+ * Store commands in flight at once while invalidating many keys (a tag, the dependents of a key).
+ */
 export const INVALIDATION_CONCURRENCY = 64;
 
 /**
@@ -45,7 +47,9 @@ export class Invalidation {
     return existed;
   }
 
-  /** Invalidates every key stored with `tag`, and their dependents; resolves how many held a value. */
+  /**
+   * Invalidates every key stored with `tag`, and their dependents; resolves how many held a value.
+   */
   async tag(tag: string, mode: InvalidationMode): Promise<number> {
     assertTags([tag], 'tag');
     const keys = await this.#store.indexMembers({ tag });
@@ -77,11 +81,16 @@ function inputOf(key: string): KeyIndex {
   return { inputOf: key };
 }
 
-/** Runs `task` over `items`, at most {@link INVALIDATION_CONCURRENCY} at a time, in order of results. */
+/**
+ * Runs `task` over `items`, at most {@link INVALIDATION_CONCURRENCY} at a time, in order of
+ * results.
+ */
 async function inBatches<I, R>(items: readonly I[], task: (item: I) => Promise<R>): Promise<R[]> {
   const results: R[] = [];
   for (let start = 0; start < items.length; start += INVALIDATION_CONCURRENCY) {
-    results.push(...(await Promise.all(items.slice(start, start + INVALIDATION_CONCURRENCY).map(task))));
+    results.push(
+      ...(await Promise.all(items.slice(start, start + INVALIDATION_CONCURRENCY).map(task))),
+    );
   }
   return results;
 }

@@ -9,7 +9,9 @@ export class FlightCell {
   #version: number;
   #learned = false;
   #onLearned: (() => void) | undefined;
-  /** Settles once the fill has made its first lease attempt (or ended): its version is then known. */
+  /**
+   * Settles once the fill has made its first lease attempt (or ended): its version is then known.
+   */
   readonly learned: Promise<void>;
 
   constructor(version: number) {
@@ -46,7 +48,10 @@ export class FlightCell {
  */
 export class KeyFlights {
   readonly #flights = new SingleFlight();
-  /** The cell of the newest flight per key. Written by `restart` (set) and that flight's end (delete). */
+  /**
+   * The cell of the newest flight per key. Written by `restart` (set) and that flight's end
+   * (delete).
+   */
   readonly #cells = new Map<string, FlightCell>();
 
   /** Keys with a flight in progress. */
@@ -59,14 +64,22 @@ export class KeyFlights {
     return this.#flights.armedWaits;
   }
 
-  /** True when a flight of `key` runs that a caller who saw the key at `version` may join (or may soon). */
+  /**
+   * True when a flight of `key` runs that a caller who saw the key at `version` may join (or may
+   * soon).
+   */
   joinable(key: string, version: number): boolean {
     const cell = this.#running(key);
     return cell !== undefined && (cell.version >= version || !cell.known);
   }
 
   /** Joins the flight of `key` if it reflects `version`, else starts `fill` as the key's flight. */
-  run<T>(key: string, version: number, fill: (cell: FlightCell) => Promise<T>, limits?: WaitOptions): Promise<T> {
+  run<T>(
+    key: string,
+    version: number,
+    fill: (cell: FlightCell) => Promise<T>,
+    limits?: WaitOptions,
+  ): Promise<T> {
     const cell = this.#running(key);
     if (cell !== undefined) {
       if (cell.version >= version) return this.#flights.run(key, notStarted, limits) as Promise<T>;
@@ -76,7 +89,12 @@ export class KeyFlights {
   }
 
   /** Starts `fill` as the key's flight even if one runs (which goes on for its own callers). */
-  restart<T>(key: string, version: number, fill: (cell: FlightCell) => Promise<T>, limits?: WaitOptions): Promise<T> {
+  restart<T>(
+    key: string,
+    version: number,
+    fill: (cell: FlightCell) => Promise<T>,
+    limits?: WaitOptions,
+  ): Promise<T> {
     this.#flights.forget(key);
     const cell = new FlightCell(version);
     this.#cells.set(key, cell);

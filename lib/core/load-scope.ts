@@ -16,7 +16,10 @@ export class LoadScope implements InputBounds {
   untracked = false;
   /** Set when the loader has returned: later reads are not its inputs. */
   closed = false;
-  /** Inputs this loader is reading right now (written by the engine's input reads), for cycle detection. */
+  /**
+   * Inputs this loader is reading right now (written by the engine's input reads), for cycle
+   * detection.
+   */
   readonly waitingOn = new Set<string>();
 
   constructor(
@@ -34,7 +37,9 @@ export class LoadScope implements InputBounds {
     this.softBoundMs = Math.min(this.softBoundMs, isFresh(entry, now) ? entry.softExpireAt : now);
   }
 
-  /** True when `key` is this load's key or one it runs inside (reading it would wait for itself). */
+  /**
+   * True when `key` is this load's key or one it runs inside (reading it would wait for itself).
+   */
   includes(key: string): boolean {
     return this.key === key || (this.parent?.includes(key) ?? false);
   }

@@ -5,12 +5,14 @@ export interface LoadContext<T = unknown> {
   readonly key: string;
   /**
    * Fires when the loader passes `loaderHardTimeout`, the cache shuts down, or (for a background
-   * refresh, which nobody waits for) its lease is lost to an invalidation or a takeover, so its value
+   * refresh, which nobody waits for) its lease is lost to an invalidation or a takeover, so its
+   * value
    * could not be stored anyway.
    */
   readonly signal: AbortSignal;
   /**
-   * The key's version this load reads under: it grows with every lease grant and invalidation of the
+   * The key's version this load reads under: it grows with every lease grant and invalidation of
+   * the
    * key, in the store's order (never a pod's clock). Pass it to a write the loader makes (a derived
    * table, a search index) as an optimistic-concurrency guard, so a load that was overtaken cannot
    * overwrite a newer one: `UPDATE … SET …, fence = $fence WHERE key = $key AND fence < $fence`.

@@ -23,7 +23,10 @@ export class PolicyCache {
 
   constructor(private readonly defaults: CachePolicy | undefined) {}
 
-  /** Throws ConfigurationError for an invalid policy (every time it is given: only valid ones are kept). */
+  /**
+   * Throws ConfigurationError for an invalid policy (every time it is given: only valid ones are
+   * kept).
+   */
   resolve(policy: CachePolicy): ResolvedPolicy {
     if (policy === this.#last) return this.#lastResolved!;
     let resolved = this.#find(policy);
@@ -46,7 +49,9 @@ export class PolicyCache {
       else {
         step = step.next?.get(name)?.get('{');
         for (const inner in value)
-          step = step?.next?.get(`${name}.${inner}`)?.get((value as Record<string, unknown>)[inner]);
+          step = step?.next
+            ?.get(`${name}.${inner}`)
+            ?.get((value as Record<string, unknown>)[inner]);
         step = step?.next?.get(name)?.get('}');
       }
       if (step === undefined) return undefined;
@@ -68,7 +73,8 @@ export class PolicyCache {
       let byValue = step.next.get(name);
       if (byValue === undefined) step.next.set(name, (byValue = new Map()));
       let child = byValue.get(value);
-      if (child === undefined) byValue.set(value, (child = { next: undefined, resolved: undefined }));
+      if (child === undefined)
+        byValue.set(value, (child = { next: undefined, resolved: undefined }));
       step = child;
     }
     if (step.resolved === undefined) this.#size += 1;
@@ -76,13 +82,16 @@ export class PolicyCache {
   }
 }
 
-/** A policy's fields in the order written, `backoff`'s inner fields as `backoff.initial` and so on. */
+/**
+ * A policy's fields in the order written, `backoff`'s inner fields as `backoff.initial` and so on.
+ */
 function* fields(policy: CachePolicy): Generator<[string, unknown]> {
   for (const name in policy) {
     const value: unknown = (policy as Record<string, unknown>)[name];
     if (name === 'backoff' && typeof value === 'object' && value !== null) {
       yield [name, '{'];
-      for (const inner in value) yield [`${name}.${inner}`, (value as Record<string, unknown>)[inner]];
+      for (const inner in value)
+        yield [`${name}.${inner}`, (value as Record<string, unknown>)[inner]];
       yield [name, '}'];
     } else yield [name, value];
   }

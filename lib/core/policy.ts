@@ -2,27 +2,37 @@ import { ConfigurationError } from '../errors/configuration.error.js';
 import { type Duration, parseDuration, parseTimerDuration } from './duration.js';
 import { SERIALIZERS, type SerializerName } from './serializers.js';
 
-/** What to do when another process holds the lease, nothing is servable, and `waitTimeout` passes. */
+/**
+ * What to do when another process holds the lease, nothing is servable, and `waitTimeout` passes.
+ */
 export type WaitTimeoutAction = 'error' | 'load';
 
 /** How a key behaves in the cache. Durations are milliseconds or strings with a unit (`'30s'`). */
 export interface CachePolicy {
   /** Fresh for this long after a load. Default `'30s'`. */
   readonly soft?: Duration;
-  /** Never served after this long. Between soft and hard the value is stale but servable. Default `10 × soft`. */
+  /**
+   * Never served after this long. Between soft and hard the value is stale but servable. Default
+   * `10 × soft`.
+   */
   readonly hard?: Duration;
   /**
    * Random extra time added to soft and hard so keys written together do not expire together:
    * a fraction of each TTL (`0.1` = up to +10 %) or a duration (`'5s'`). Default `0.1`.
    */
   readonly jitter?: number | Duration;
-  /** How long a `null`/`undefined` result ("not found") is cached. `0` disables. Default `'10s'`. */
+  /**
+   * How long a `null`/`undefined` result ("not found") is cached. `0` disables. Default `'10s'`.
+   */
   readonly negativeTtl?: Duration;
   /** Lifetime of the fill lease; the owner extends it while its loader runs. Default `'5s'`. */
   readonly leaseTtl?: Duration;
   /** How long a caller with nothing servable waits for another process's fill. Default `'5s'`. */
   readonly waitTimeout?: Duration;
-  /** On lease wait timeout with nothing servable: throw `UpstreamUnavailableError` or load anyway. Default `'error'`. */
+  /**
+   * On lease wait timeout with nothing servable: throw `UpstreamUnavailableError` or load anyway.
+   * Default `'error'`.
+   */
   readonly onWaitTimeout?: WaitTimeoutAction;
   /** Serve stale values at once and refresh in the background. Default `true`. */
   readonly staleWhileRevalidate?: boolean;
@@ -33,17 +43,22 @@ export interface CachePolicy {
   readonly loaderSoftTimeout?: Duration | false;
   /** Abort the loader (its signal fires) after this long. Default `'30s'`; `false` disables. */
   readonly loaderHardTimeout?: Duration | false;
-  /** Delay between refresh attempts of a key whose loader keeps failing: exponential, with jitter. */
+  /**
+   * Delay between refresh attempts of a key whose loader keeps failing: exponential, with jitter.
+   */
   readonly backoff?: BackoffPolicy;
   /**
    * Probabilistic early refresh (XFetch): refresh a fresh key before its soft expiry with a chance
-   * that grows as expiry nears. `true` means beta 1; a number is beta (higher refreshes earlier). Default off.
+   * that grows as expiry nears. `true` means beta 1; a number is beta (higher refreshes earlier).
+   * Default off.
    */
   readonly earlyRefresh?: boolean | number;
   /**
-   * How values are stored: `'v8'` keeps `Date`, `Buffer`, `Map`, `Set`, `BigInt`... (class instances
+   * How values are stored: `'v8'` keeps `Date`, `Buffer`, `Map`, `Set`, `BigInt`... (class
+   * instances
    * come back as plain objects); `'json'` is strict JSON and refuses at write time a value it would
-   * change. Either way every pod, the loading one included, reads back the same value. Default `'v8'`.
+   * change. Either way every pod, the loading one included, reads back the same value. Default
+   * `'v8'`.
    */
   readonly serializer?: SerializerName;
 }
@@ -75,7 +90,8 @@ export interface ResolvedPolicy {
 }
 
 export type Jitter =
-  { readonly kind: 'fraction'; readonly fraction: number } | { readonly kind: 'duration'; readonly ms: number };
+  | { readonly kind: 'fraction'; readonly fraction: number }
+  | { readonly kind: 'duration'; readonly ms: number };
 
 const POLICY_FIELDS: ReadonlySet<string> = new Set([
   'soft',
@@ -123,12 +139,19 @@ export function resolvePolicy(
   const field = (name: string): string => `${prefix}.${name}`;
 
   const softMs = positive(parseDuration(merged.soft, field('soft')), field('soft'));
-  const hardMs = merged.hard === undefined ? softMs * 10 : parseDuration(merged.hard, field('hard'));
+  const hardMs =
+    merged.hard === undefined ? softMs * 10 : parseDuration(merged.hard, field('hard'));
   if (hardMs < softMs) {
-    throw new ConfigurationError(field('hard'), `must be >= soft (${softMs} ms), received ${hardMs} ms`);
+    throw new ConfigurationError(
+      field('hard'),
+      `must be >= soft (${softMs} ms), received ${hardMs} ms`,
+    );
   }
   const backoff = { ...DEFAULT_POLICY.backoff, ...base.backoff, ...policy?.backoff };
-  const backoffInitialMs = positive(parseDuration(backoff.initial, field('backoff.initial')), field('backoff.initial'));
+  const backoffInitialMs = positive(
+    parseDuration(backoff.initial, field('backoff.initial')),
+    field('backoff.initial'),
+  );
   const backoffMaxMs = parseDuration(backoff.max, field('backoff.max'));
   if (backoffMaxMs < backoffInitialMs) {
     throw new ConfigurationError(
@@ -157,7 +180,10 @@ export function resolvePolicy(
 function assertPolicyShape(policy: unknown, prefix: string): void {
   if (policy === undefined) return;
   if (typeof policy !== 'object' || policy === null || Array.isArray(policy)) {
-    throw new ConfigurationError(prefix, `expected an object, received ${policy === null ? 'null' : typeof policy}`);
+    throw new ConfigurationError(
+      prefix,
+      `expected an object, received ${policy === null ? 'null' : typeof policy}`,
+    );
   }
   for (const name of Object.keys(policy)) {
     if (!POLICY_FIELDS.has(name)) {
@@ -200,14 +226,20 @@ function parseBoolean(input: unknown, field: string): boolean {
 
 function parseWaitTimeoutAction(input: unknown, field: string): WaitTimeoutAction {
   if (input !== 'error' && input !== 'load') {
-    throw new ConfigurationError(field, `expected 'error' or 'load', received ${JSON.stringify(input)}`);
+    throw new ConfigurationError(
+      field,
+      `expected 'error' or 'load', received ${JSON.stringify(input)}`,
+    );
   }
   return input;
 }
 
 function parseSerializer(input: unknown, field: string): SerializerName {
   if (!SERIALIZERS.includes(input as SerializerName)) {
-    throw new ConfigurationError(field, `expected 'v8' or 'json', received ${JSON.stringify(input)}`);
+    throw new ConfigurationError(
+      field,
+      `expected 'v8' or 'json', received ${JSON.stringify(input)}`,
+    );
   }
   return input as SerializerName;
 }
@@ -216,10 +248,16 @@ function parseEarlyRefresh(input: unknown, field: string): number {
   if (input === false) return 0;
   if (input === true) return 1;
   if (typeof input === 'number' && Number.isFinite(input) && input > 0) return input;
-  throw new ConfigurationError(field, `expected true, false or a beta > 0, received ${JSON.stringify(input)}`);
+  throw new ConfigurationError(
+    field,
+    `expected true, false or a beta > 0, received ${JSON.stringify(input)}`,
+  );
 }
 
-/** Soft and hard expiry for a value loaded at `now`; one random draw spreads both so soft <= hard holds. */
+/**
+ * Soft and hard expiry for a value loaded at `now`; one random draw spreads both so soft <= hard
+ * holds.
+ */
 export function expiryFor(
   policy: ResolvedPolicy,
   now: number,
@@ -232,7 +270,9 @@ export function expiryFor(
   }
   const draw = random();
   const spread = (ttlMs: number): number =>
-    policy.jitter.kind === 'fraction' ? ttlMs * policy.jitter.fraction * draw : policy.jitter.ms * draw;
+    policy.jitter.kind === 'fraction'
+      ? ttlMs * policy.jitter.fraction * draw
+      : policy.jitter.ms * draw;
   return {
     softExpireAt: Math.round(now + policy.softMs + spread(policy.softMs)),
     hardExpireAt: Math.round(now + policy.hardMs + spread(policy.hardMs)),
@@ -240,7 +280,8 @@ export function expiryFor(
 }
 
 /**
- * XFetch (Vattani et al., 2015): refresh early when `now - delta * beta * ln(rand) >= softExpireAt`.
+ * XFetch (Vattani et al., 2015): refresh early when `now - delta * beta * ln(rand) >=
+ * softExpireAt`.
  * `delta` is the duration of the last load; a longer load starts earlier.
  */
 export function shouldRefreshEarly(
@@ -263,6 +304,7 @@ const UNBOUNDED_LOAD_MS = 86_400_000;
  * indexes keep a key this long.
  */
 export function maxLifetimeMs(policy: ResolvedPolicy): number {
-  const jitterMs = policy.jitter.kind === 'fraction' ? policy.hardMs * policy.jitter.fraction : policy.jitter.ms;
+  const jitterMs =
+    policy.jitter.kind === 'fraction' ? policy.hardMs * policy.jitter.fraction : policy.jitter.ms;
   return (policy.loaderHardTimeoutMs ?? UNBOUNDED_LOAD_MS) + policy.hardMs + jitterMs;
 }

@@ -27,7 +27,8 @@ export interface ReadResult<T> {
   readonly hardExpireAt: number;
   /**
    * On a stale read: settles when the background refresh ends, with the new value, or `undefined`
-   * when no newer value was written (refresh failed, backing off, or refreshed elsewhere). Never rejects.
+   * when no newer value was written (refresh failed, backing off, or refreshed elsewhere). Never
+   * rejects.
    */
   readonly revalidated?: Promise<ReadResult<T> | undefined>;
 }
@@ -49,8 +50,13 @@ export function toResult<T>(
   };
 }
 
-/** Whether two tag lists name the same tags in the same order (callers sharing a read need both). */
-export function sameTags(a: readonly string[] | undefined, b: readonly string[] | undefined): boolean {
+/**
+ * Whether two tag lists name the same tags in the same order (callers sharing a read need both).
+ */
+export function sameTags(
+  a: readonly string[] | undefined,
+  b: readonly string[] | undefined,
+): boolean {
   if (a === b) return true;
   if (a === undefined || b === undefined || a.length !== b.length) return false;
   return a.every((tag, i) => tag === b[i]);

@@ -26,7 +26,10 @@ export class UnserializableValue extends Error {
   }
 }
 
-/** The stored form of `value`: JSON text for `json`, base64 for `v8`. Throws {@link UnserializableValue}. */
+/**
+ * The stored form of `value`: JSON text for `json`, base64 for `v8`. Throws {@link
+ * UnserializableValue}.
+ */
 export function encodeValue(value: unknown, serializer: SerializerName): string {
   if (serializer === 'json') {
     assertJson(value, '$', new Set());
@@ -49,12 +52,19 @@ export function roundTrip<T>(value: T, serializer: SerializerName): T {
   return decodeValue(encodeValue(value, serializer), serializer) as T;
 }
 
-/** `value` as `serializer` stores it under `key` and every pod reads it back; SerializationError if it cannot. */
+/**
+ * `value` as `serializer` stores it under `key` and every pod reads it back; SerializationError if
+ * it cannot.
+ */
 export function storable<T>(key: string, value: T, serializer: SerializerName): T {
   try {
     return roundTrip(value, serializer);
   } catch (error) {
-    throw new SerializationError(key, error, error instanceof UnserializableValue ? error.path : undefined);
+    throw new SerializationError(
+      key,
+      error,
+      error instanceof UnserializableValue ? error.path : undefined,
+    );
   }
 }
 
@@ -75,13 +85,19 @@ function assertJson(value: unknown, path: string, seen: Set<object>): void {
       if (Array.isArray(value)) {
         for (let i = 0; i < value.length; i += 1) {
           if (!(i in value))
-            throw new UnserializableValue(`${path}[${i}]`, 'a hole in an array would read back as null');
+            throw new UnserializableValue(
+              `${path}[${i}]`,
+              'a hole in an array would read back as null',
+            );
           assertJson(value[i], `${path}[${i}]`, seen);
         }
       } else {
         const prototype: unknown = Object.getPrototypeOf(value);
         if (prototype !== Object.prototype && prototype !== null) {
-          throw new UnserializableValue(path, `a ${kindOf(value)} would not read back as one (use the v8 serializer)`);
+          throw new UnserializableValue(
+            path,
+            `a ${kindOf(value)} would not read back as one (use the v8 serializer)`,
+          );
         }
         for (const [name, field] of Object.entries(value)) {
           const at = `${path}.${name}`;
@@ -110,7 +126,11 @@ function findUncloneable(value: unknown, path: string, seen: Set<object>): strin
         ? [...value].map((member, i) => [`<member ${i}>`, member])
         : Object.entries(value);
   for (const [name, field] of entries) {
-    const found = findUncloneable(field, Array.isArray(value) ? `${path}[${name}]` : `${path}.${name}`, seen);
+    const found = findUncloneable(
+      field,
+      Array.isArray(value) ? `${path}[${name}]` : `${path}.${name}`,
+      seen,
+    );
     if (found !== undefined) return found;
   }
   return undefined;

@@ -1,7 +1,10 @@
 import { WaitAbortedError } from '../errors/wait-aborted.error.js';
 import { WaitTimeoutError } from '../errors/wait-timeout.error.js';
 
-/** The outcome of {@link SingleFlight.do}: the value and whether this caller joined a run it did not start. */
+/**
+ * The outcome of {@link SingleFlight.do}: the value and whether this caller joined a run it did not
+ * start.
+ */
 export interface FlightResult<T> {
   readonly value: T;
   readonly shared: boolean;
@@ -51,11 +54,15 @@ export class SingleFlight {
     return this.run(key, fn, options).then((value) => ({ value, shared }));
   }
 
-  /** {@link do} without the `shared` flag: the outcome itself (callers without limits share one promise). */
+  /**
+   * {@link do} without the `shared` flag: the outcome itself (callers without limits share one
+   * promise).
+   */
   run<T>(key: string, fn: () => Promise<T> | T, options?: WaitOptions): Promise<T> {
     const call = this.#calls.get(key) ?? this.#start(key, fn);
     const outcome = call.promise as Promise<T>;
-    if (options === undefined || (options.signal === undefined && options.timeoutMs === undefined)) return outcome;
+    if (options === undefined || (options.signal === undefined && options.timeoutMs === undefined))
+      return outcome;
     return this.#limitWait(key, outcome, options);
   }
 
@@ -105,7 +112,10 @@ export class SingleFlight {
       const onAbort = (): void => finish(() => reject(new WaitAbortedError(key, signal?.reason)));
       this.#armedWaits += 1;
       if (timeoutMs !== undefined) {
-        timer = setTimeout(() => finish(() => reject(new WaitTimeoutError(key, timeoutMs))), timeoutMs);
+        timer = setTimeout(
+          () => finish(() => reject(new WaitTimeoutError(key, timeoutMs))),
+          timeoutMs,
+        );
       }
       signal?.addEventListener('abort', onAbort, { once: true });
       outcome.then(

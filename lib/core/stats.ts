@@ -3,7 +3,12 @@ import type { HerdEvent, ReadPath } from './events.js';
 
 /** Counters since the engine started. */
 export interface StatsSnapshot {
-  readonly reads: { readonly fresh: number; readonly stale: number; readonly miss: number; readonly negative: number };
+  readonly reads: {
+    readonly fresh: number;
+    readonly stale: number;
+    readonly miss: number;
+    readonly negative: number;
+  };
   /** Callers that joined a load already running in this process. */
   readonly coalesced: number;
   readonly loads: {
@@ -112,7 +117,11 @@ export class EngineStats {
         fenced: this.#loadsFenced,
       },
       staleOnError: this.#staleOnError,
-      leases: { acquired: this.#leasesAcquired, contended: this.#leasesContended, lost: this.#leasesLost },
+      leases: {
+        acquired: this.#leasesAcquired,
+        contended: this.#leasesContended,
+        lost: this.#leasesLost,
+      },
       waits: { started: this.#waits, timedOut: this.#waitTimeouts },
       backoffs: this.#backoffs,
       corruptEntries: this.#corrupt,

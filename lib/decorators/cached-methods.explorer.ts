@@ -4,7 +4,11 @@ import { Observable, defer } from 'rxjs';
 import { type CachePolicy, resolvePolicy } from '../core/policy.js';
 import { ConfigurationError } from '../errors/configuration.error.js';
 import { LoaderFailedError } from '../errors/loader-failed.error.js';
-import { HERD_GUARD_CACHED, HERD_GUARD_DEFAULT_POLICY, HERD_GUARD_ROUTE } from '../herd-guard.constants.js';
+import {
+  HERD_GUARD_CACHED,
+  HERD_GUARD_DEFAULT_POLICY,
+  HERD_GUARD_ROUTE,
+} from '../herd-guard.constants.js';
 import { HerdGuardService } from '../herd-guard.service.js';
 import type { CachedOptions } from '../interfaces/cached-options.interface.js';
 import type { CachedRouteOptions } from '../interfaces/cached-route-options.interface.js';
@@ -12,12 +16,19 @@ import { methodCacheKey } from '../keys/method-key.js';
 import { designReturnType, isClassOrSubclass } from '../metadata/design-metadata.js';
 import { functionOption, tagsOption } from '../metadata/option-fields.js';
 import { routeConfig } from '../metadata/route-config.js';
-import { KeyPrefixes, type ProviderName, assertClassNameUsable, providerName } from './key-prefixes.js';
+import {
+  KeyPrefixes,
+  type ProviderName,
+  assertClassNameUsable,
+  providerName,
+} from './key-prefixes.js';
 
 type Method = (...args: unknown[]) => unknown;
 type InstanceWrapper = ReturnType<DiscoveryService['getProviders']>[number];
 
-/** Marks a method wrapper, so a provider reachable twice (aliases, a second module) is wrapped once. */
+/**
+ * Marks a method wrapper, so a provider reachable twice (aliases, a second module) is wrapped once.
+ */
 const WRAPPED = Symbol('herd-guard.wrapped');
 
 interface MethodPlan {
@@ -50,7 +61,8 @@ export class CachedMethodsExplorer implements OnModuleInit {
 
   onModuleInit(): void {
     const prefixes = new KeyPrefixes();
-    // Class providers first: an instance also reachable through an alias token is named by its class.
+    // Class providers first: an instance also reachable through an alias token is named by its
+    // class.
     const providers = this.discovery.getProviders();
     const ordered = [
       ...providers.filter((wrapper) => typeof wrapper.token === 'function'),
@@ -96,7 +108,10 @@ export class CachedMethodsExplorer implements OnModuleInit {
   #cachedOptions(prototype: object, name: string): CachedOptions<unknown[]> | undefined {
     const method = (prototype as Record<string, unknown>)[name];
     if (typeof method !== 'function') return undefined;
-    return this.reflector.get<CachedOptions<unknown[]> | undefined>(HERD_GUARD_CACHED, method as Method);
+    return this.reflector.get<CachedOptions<unknown[]> | undefined>(
+      HERD_GUARD_CACHED,
+      method as Method,
+    );
   }
 
   /** Checks the options of one `@Cached` method and decides what the wrapper returns. */
@@ -126,8 +141,12 @@ export class CachedMethodsExplorer implements OnModuleInit {
     const original = current;
     const herd = this.herd;
     const read = (args: unknown[]): Promise<unknown> => {
-      // `key` and `tags` functions see the instance as `this`, so one class provided twice can key by it.
-      const key = plan.key === undefined ? methodCacheKey(plan.keyPrefix, args) : plan.key.apply(instance, args);
+      // `key` and `tags` functions see the instance as `this`, so one class provided twice can key
+      // by it.
+      const key =
+        plan.key === undefined
+          ? methodCacheKey(plan.keyPrefix, args)
+          : plan.key.apply(instance, args);
       const tags = typeof plan.tags === 'function' ? plan.tags.apply(instance, args) : plan.tags;
       return herd
         .getOrLoad(key, () => original.apply(instance, args), { policy: plan.policy, tags })
@@ -154,7 +173,10 @@ export class CachedMethodsExplorer implements OnModuleInit {
   #checkRoutes(wrapper: InstanceWrapper): void {
     const controller = wrapper.metatype;
     if (typeof controller !== 'function') return;
-    const controllerOptions = this.reflector.get<CachedRouteOptions | undefined>(HERD_GUARD_ROUTE, controller);
+    const controllerOptions = this.reflector.get<CachedRouteOptions | undefined>(
+      HERD_GUARD_ROUTE,
+      controller,
+    );
     const prototype = controller.prototype as object;
     for (const name of this.scanner.getAllMethodNames(prototype)) {
       const handler = (prototype as Record<string, unknown>)[name];
@@ -166,7 +188,10 @@ export class CachedMethodsExplorer implements OnModuleInit {
           'applies to providers, not controllers; cache routes with HerdGuardInterceptor and @CachedRoute()',
         );
       }
-      const handlerOptions = this.reflector.get<CachedRouteOptions | undefined>(HERD_GUARD_ROUTE, handler as Method);
+      const handlerOptions = this.reflector.get<CachedRouteOptions | undefined>(
+        HERD_GUARD_ROUTE,
+        handler as Method,
+      );
       if (controllerOptions === undefined && handlerOptions === undefined) continue;
       const field = `@CachedRoute(${controller.name}.${name})`;
       const { policy } = routeConfig(controllerOptions, handlerOptions, field);
@@ -180,10 +205,16 @@ export class CachedMethodsExplorer implements OnModuleInit {
  * promise (async methods, or declared `Promise`). Anything else cannot be cached without changing
  * what callers receive, so it fails at start.
  */
-function returnKind(prototype: object, name: string, method: Method, field: string): 'promise' | 'observable' {
+function returnKind(
+  prototype: object,
+  name: string,
+  method: Method,
+  field: string,
+): 'promise' | 'observable' {
   const declared = designReturnType(prototype, name);
   if (isClassOrSubclass(declared, Observable)) return 'observable';
-  if (isClassOrSubclass(declared, Promise) || method.constructor.name === 'AsyncFunction') return 'promise';
+  if (isClassOrSubclass(declared, Promise) || method.constructor.name === 'AsyncFunction')
+    return 'promise';
   throw new ConfigurationError(
     field,
     'cannot tell whether the method returns a Promise or an Observable; make it async or declare its return type ' +

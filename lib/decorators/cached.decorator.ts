@@ -6,7 +6,8 @@ import type { CachedOptions } from '../interfaces/cached-options.interface.js';
 /**
  * Caches a provider method: concurrent calls with equal arguments share one execution, and the
  * result is cached under `Class.method(<arguments>)` (see `keyPrefix`; or `options.key(...args)`)
- * with the module policy overridden by `options`. The method must be `async` (or declared to return a `Promise`) or
+ * with the module policy overridden by `options`. The method must be `async` (or declared to return
+ * a `Promise`) or
  * declared to return an `Observable` (one value is emitted: the cached one).
  *
  * The decorator only records metadata; `HerdGuardModule` wraps the method on each provider
@@ -20,7 +21,10 @@ export function Cached<A extends unknown[] = never[]>(options: CachedOptions<A> 
     descriptor: TypedPropertyDescriptor<M>,
   ): void => {
     if (typeof descriptor.value !== 'function') {
-      throw new ConfigurationError(`@Cached(${String(propertyKey)})`, 'applies to methods only, not accessors');
+      throw new ConfigurationError(
+        `@Cached(${String(propertyKey)})`,
+        'applies to methods only, not accessors',
+      );
     }
     SetMetadata(HERD_GUARD_CACHED, options)(target, propertyKey, descriptor);
   };

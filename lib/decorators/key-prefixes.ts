@@ -1,18 +1,31 @@
 import { ConfigurationError } from '../errors/configuration.error.js';
 
-/** A name shorter than this, taken from a class, is what minifiers produce: not an identity to key by. */
+/**
+ * A name shorter than this, taken from a class, is what minifiers produce: not an identity to key
+ * by.
+ */
 const MIN_CLASS_NAME_LENGTH = 3;
 
-/** The name default keys start with, and whether it comes from a class (which a minifier may rename). */
+/**
+ * The name default keys start with, and whether it comes from a class (which a minifier may
+ * rename).
+ */
 export interface ProviderName {
   readonly name: string;
   readonly fromClass: boolean;
 }
 
-/** The provider's `token` when the app named it (a string or a symbol), else the instance's class name. */
+/**
+ * The provider's `token` when the app named it (a string or a symbol), else the instance's class
+ * name.
+ */
 export function providerName(token: unknown, className: string): ProviderName {
   if (typeof token === 'string' && token.length > 0) return { name: token, fromClass: false };
-  if (typeof token === 'symbol' && token.description !== undefined && token.description.length > 0) {
+  if (
+    typeof token === 'symbol' &&
+    token.description !== undefined &&
+    token.description.length > 0
+  ) {
     return { name: token.description, fromClass: false };
   }
   return { name: className, fromClass: true };
@@ -47,12 +60,16 @@ interface PrefixOwner {
 
 /**
  * Which provider took each default key prefix while one module wraps its `@Cached` methods, so a
- * second provider with the same prefix fails the bootstrap instead of reading the first one's entries.
+ * second provider with the same prefix fails the bootstrap instead of reading the first one's
+ * entries.
  */
 export class KeyPrefixes {
   readonly #owners = new Map<string, PrefixOwner>();
 
-  /** Records that `instance` uses `prefix`; throws a ConfigurationError when another instance has it. */
+  /**
+   * Records that `instance` uses `prefix`; throws a ConfigurationError when another instance has
+   * it.
+   */
   claim({ prefix, instance, provider, module, method }: PrefixClaim): void {
     const owner = this.#owners.get(prefix);
     const described = `${provider.name} in ${module ?? 'an unnamed module'}`;

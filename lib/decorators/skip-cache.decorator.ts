@@ -6,4 +6,5 @@ import { HERD_GUARD_SKIP } from '../herd-guard.constants.js';
  * `@SkipCache(false)` on a handler caches it again under a `@SkipCache()` controller (the handler's
  * own setting wins).
  */
-export const SkipCache = (skip = true): CustomDecorator<string> => SetMetadata(HERD_GUARD_SKIP, skip);
+export const SkipCache = (skip = true): CustomDecorator<string> =>
+  SetMetadata(HERD_GUARD_SKIP, skip);

@@ -5,6 +5,8 @@ export class ClosedError extends HerdGuardError {
   readonly code = 'HERD_GUARD_CLOSED' as const;
 
   constructor(key?: string) {
-    super(key === undefined ? 'herd-guard is closed' : `herd-guard closed while loading "${key}"`, { key });
+    super(key === undefined ? 'herd-guard is closed' : `herd-guard closed while loading "${key}"`, {
+      key,
+    });
   }
 }

@@ -1,6 +1,9 @@
 import { HerdGuardError } from './herd-guard.error.js';
 
-/** An option or policy field has a value herd-guard cannot use. `field` names it (e.g. `policy.hard`). */
+/**
+ * An option or policy field has a value herd-guard cannot use. `field` names it (e.g.
+ * `policy.hard`).
+ */
 export class ConfigurationError extends HerdGuardError {
   readonly code = 'HERD_GUARD_CONFIG' as const;
 

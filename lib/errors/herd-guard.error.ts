@@ -17,7 +17,10 @@ export interface HerdGuardErrorOptions {
   readonly cause?: unknown;
 }
 
-/** Base class of every error herd-guard throws: a `code`, the cache `key` when one applies, and the `cause`. */
+/**
+ * Base class of every error herd-guard throws: a `code`, the cache `key` when one applies, and the
+ * `cause`.
+ */
 export abstract class HerdGuardError extends Error {
   abstract readonly code: HerdGuardErrorCode;
   readonly key: string | undefined;

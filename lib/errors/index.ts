@@ -1,4 +1,8 @@
-export { HerdGuardError, type HerdGuardErrorCode, type HerdGuardErrorOptions } from './herd-guard.error.js';
+export {
+  HerdGuardError,
+  type HerdGuardErrorCode,
+  type HerdGuardErrorOptions,
+} from './herd-guard.error.js';
 export { ConfigurationError } from './configuration.error.js';
 export { InvalidKeyError } from './invalid-key.error.js';
 export { LoaderFailedError } from './loader-failed.error.js';

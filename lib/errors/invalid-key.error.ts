@@ -9,7 +9,9 @@ export class InvalidKeyError extends HerdGuardError {
   readonly code = 'HERD_GUARD_INVALID_KEY' as const;
 
   constructor(received: unknown) {
-    super(`A cache key must be a non-empty string of well-formed Unicode, received ${describe(received)}`);
+    super(
+      `A cache key must be a non-empty string of well-formed Unicode, received ${describe(received)}`,
+    );
   }
 }
 

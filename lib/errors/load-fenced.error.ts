@@ -9,6 +9,8 @@ export class LoadFencedError extends HerdGuardError {
   readonly code = 'HERD_GUARD_LOAD_FENCED' as const;
 
   constructor(key: string) {
-    super(`The refresh of "${key}" was fenced by an invalidation or a takeover while it ran`, { key });
+    super(`The refresh of "${key}" was fenced by an invalidation or a takeover while it ran`, {
+      key,
+    });
   }
 }

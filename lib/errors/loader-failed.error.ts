@@ -1,6 +1,9 @@
 import { HerdGuardError } from './herd-guard.error.js';
 
-/** The loader threw (or rejected) and no servable stale value existed. The loader's error is the `cause`. */
+/**
+ * The loader threw (or rejected) and no servable stale value existed. The loader's error is the
+ * `cause`.
+ */
 export class LoaderFailedError extends HerdGuardError {
   readonly code = 'HERD_GUARD_LOADER_FAILED' as const;
 

@@ -15,6 +15,8 @@ export class LoaderTimeoutError extends HerdGuardError {
     key: string,
     readonly timeoutMs: number,
   ) {
-    super(`Loader for "${key}" did not finish within ${timeoutMs} ms (policy.loaderHardTimeout)`, { key });
+    super(`Loader for "${key}" did not finish within ${timeoutMs} ms (policy.loaderHardTimeout)`, {
+      key,
+    });
   }
 }

@@ -3,7 +3,8 @@ import { HerdGuardError } from './herd-guard.error.js';
 /**
  * Another process holds the lease for this key, nothing servable is cached, and the fill did not
  * arrive within `waitTimeout`. Raise `waitTimeout` or set `onWaitTimeout: 'load'` to load anyway.
- * Answered `503 Service Unavailable` by Nest (the http-errors shape, as {@link LoaderTimeoutError}).
+ * Answered `503 Service Unavailable` by Nest (the http-errors shape, as {@link
+ * LoaderTimeoutError}).
  */
 export class UpstreamUnavailableError extends HerdGuardError {
   readonly code = 'HERD_GUARD_UPSTREAM_UNAVAILABLE' as const;

@@ -5,8 +5,12 @@ import { HerdGuardService } from '../herd-guard.service.js';
 /** A health status as `@nestjs/terminus` reads it (terminus 11 knows only `up` and `down`). */
 export type HerdGuardHealthStatus = 'up' | 'degraded' | 'down';
 
-/** What the indicator reports under its key; the shape `@nestjs/terminus` expects of an indicator. */
-export interface HerdGuardHealthDetails<Status extends HerdGuardHealthStatus = HerdGuardHealthStatus> {
+/**
+ * What the indicator reports under its key; the shape `@nestjs/terminus` expects of an indicator.
+ */
+export interface HerdGuardHealthDetails<
+  Status extends HerdGuardHealthStatus = HerdGuardHealthStatus,
+> {
   readonly status: Status;
   /** `memory` or `redis`. */
   readonly store: string;
@@ -22,7 +26,9 @@ export type HerdGuardHealthResult<
   Status extends HerdGuardHealthStatus = HerdGuardHealthStatus,
 > = Record<Key, HerdGuardHealthDetails<Status>>;
 
-export interface HerdGuardHealthOptions<Degraded extends HerdGuardHealthStatus = HerdGuardHealthStatus> {
+export interface HerdGuardHealthOptions<
+  Degraded extends HerdGuardHealthStatus = HerdGuardHealthStatus,
+> {
   /**
    * What a degraded store (Redis unreachable, breaker open) is reported as. Default `'degraded'`:
    * terminus 12 keeps the check at HTTP 200 with the overall status `degraded`. Terminus 11 knows
@@ -49,13 +55,18 @@ export interface HerdGuardHealthOptions<Degraded extends HerdGuardHealthStatus =
 export class HerdGuardHealthIndicator {
   constructor(private readonly cache: HerdGuardService) {}
 
-  isHealthy<const Key extends string = 'herdGuard', const Degraded extends HerdGuardHealthStatus = 'degraded'>(
+  isHealthy<
+    const Key extends string = 'herdGuard',
+    const Degraded extends HerdGuardHealthStatus = 'degraded',
+  >(
     key: Key = 'herdGuard' as Key,
     options: HerdGuardHealthOptions<Degraded> = {},
   ): Promise<HerdGuardHealthResult<Key, 'up' | 'down' | Degraded>> {
     const health = this.cache.health();
-    const degradedAs = options.failWhenDegraded === true ? 'down' : (options.degradedAs ?? 'degraded');
-    const status = health.status === 'up' ? 'up' : health.status === 'degraded' ? degradedAs : 'down';
+    const degradedAs =
+      options.failWhenDegraded === true ? 'down' : (options.degradedAs ?? 'degraded');
+    const status =
+      health.status === 'up' ? 'up' : health.status === 'degraded' ? degradedAs : 'down';
     const details: HerdGuardHealthDetails = {
       status,
       store: this.cache.engine.store.name,
@@ -64,6 +75,9 @@ export class HerdGuardHealthIndicator {
       inflight: this.cache.engine.activity().inflight,
       ...(health.reason === undefined ? {} : { reason: health.reason }),
     };
-    return Promise.resolve({ [key]: details } as HerdGuardHealthResult<Key, 'up' | 'down' | Degraded>);
+    return Promise.resolve({ [key]: details } as HerdGuardHealthResult<
+      Key,
+      'up' | 'down' | Degraded
+    >);
   }
 }

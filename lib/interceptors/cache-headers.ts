@@ -6,7 +6,9 @@ export interface CacheHeaders {
   readonly 'X-Cache': 'HIT' | 'STALE' | 'MISS';
   /** Whole seconds since the value was loaded. */
   readonly Age: string;
-  /** `[private, ]max-age=<soft lifetime>, stale-while-revalidate=<hard - soft>`, in whole seconds. */
+  /**
+   * `[private, ]max-age=<soft lifetime>, stale-while-revalidate=<hard - soft>`, in whole seconds.
+   */
   readonly 'Cache-Control': string;
 }
 

@@ -16,7 +16,9 @@ export interface CachedResponse {
  * of the body), 405, 414 and 501. Any other status (201, 302, 400 set on the response, 5xx…) is
  * sent to the request that produced it and never stored.
  */
-export const CACHEABLE_STATUSES: ReadonlySet<number> = new Set([200, 203, 204, 300, 301, 308, 404, 410]);
+export const CACHEABLE_STATUSES: ReadonlySet<number> = new Set([
+  200, 203, 204, 300, 301, 308, 404, 410,
+]);
 
 /**
  * Headers never stored with a response, though the handler set them: `Set-Cookie` (a response
@@ -86,13 +88,18 @@ export function forbidsStoring(cacheControl: string | undefined, scoped: boolean
   return lifetime !== undefined && /^0+$/.test(lifetime);
 }
 
-/** A value the interceptor stored as a response (anything else found under a route key is a bare body). */
+/**
+ * A value the interceptor stored as a response (anything else found under a route key is a bare
+ * body).
+ */
 export function isCachedResponse(value: unknown): value is CachedResponse {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
   const { status, headers } = value as { status?: unknown; headers?: unknown };
   return (
     typeof status === 'number' &&
-    Object.keys(value).every((name) => name === 'status' || name === 'body' || name === 'headers') &&
+    Object.keys(value).every(
+      (name) => name === 'status' || name === 'body' || name === 'headers',
+    ) &&
     (headers === undefined || (typeof headers === 'object' && headers !== null))
   );
 }

@@ -9,7 +9,10 @@ import type { ResponseHead } from './response-head.js';
  * carried a cookie.
  */
 export class HeadFences {
-  /** Per key, whether every run registered for it went out without a cookie. An entry lives until its verdict. */
+  /**
+   * Per key, whether every run registered for it went out without a cookie. An entry lives until
+   * its verdict.
+   */
   readonly #pending = new Map<string, Promise<boolean>>();
 
   /**
@@ -23,7 +26,8 @@ export class HeadFences {
       return false;
     });
     const previous = this.#pending.get(key);
-    const all = previous === undefined ? verdict : Promise.all([previous, verdict]).then(([a, b]) => a && b);
+    const all =
+      previous === undefined ? verdict : Promise.all([previous, verdict]).then(([a, b]) => a && b);
     this.#pending.set(key, all);
     void all.then(() => {
       if (this.#pending.get(key) === all) this.#pending.delete(key);

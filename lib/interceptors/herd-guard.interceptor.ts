@@ -28,7 +28,12 @@ import { HttpResponse } from './http-response.js';
 import { RequestRead } from './request-read.js';
 import { type HandlerOutput, ResponseExchange } from './response-exchange.js';
 import { ResponseHead } from './response-head.js';
-import { type RouteHandler, describeRouteHandler, finalStatus, isStreamBody } from './route-handler.js';
+import {
+  type RouteHandler,
+  describeRouteHandler,
+  finalStatus,
+  isStreamBody,
+} from './route-handler.js';
 import { UncacheableResponse } from './uncacheable-response.js';
 import { mergeVary, varyNames } from './vary.js';
 
@@ -42,10 +47,14 @@ interface KeyedRequest {
   readonly response: HttpResponse;
 }
 
-/** One run of the handler as its key's loader, and what its response must agree with to be stored. */
+/**
+ * One run of the handler as its key's loader, and what its response must agree with to be stored.
+ */
 interface HandlerRun {
   readonly key: string;
-  /** The route is scoped: its entries belong to one user, and `Cache-Control: private` is allowed. */
+  /**
+   * The route is scoped: its entries belong to one user, and `Cache-Control: private` is allowed.
+   */
   readonly scoped: boolean;
   /** The request headers the key includes, lower case. */
   readonly vary: readonly string[];
@@ -74,11 +83,15 @@ interface HandlerState extends RouteHandler {
  * Caches the responses of GET and HEAD routes as a shared cache (RFC 9111): concurrent requests
  * for one key run the handler once, stale responses are served while one refresh runs, and private
  * or unstorable responses pass through. Bind it with `@UseInterceptors` or `APP_INTERCEPTOR`;
- * customise it through the protected hooks. How it decides: docs/nestjs.md#how-the-interceptor-works.
+ * customise it through the protected hooks. How it decides:
+ * docs/nestjs.md#how-the-interceptor-works.
  */
 @Injectable()
 export class HerdGuardInterceptor implements NestInterceptor {
-  /** Route options per handler, read once (the policy object must stay the same for the engine's cache). */
+  /**
+   * Route options per handler, read once (the policy object must stay the same for the engine's
+   * cache).
+   */
   readonly #routes = new WeakMap<object, RouteConfig>();
   readonly #handlers = new WeakMap<object, HandlerState>();
   readonly #fences = new HeadFences();
@@ -89,15 +102,21 @@ export class HerdGuardInterceptor implements NestInterceptor {
     @Optional() protected readonly httpAdapterHost?: HttpAdapterHost,
   ) {}
 
-  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> | Promise<Observable<unknown>> {
+  intercept(
+    context: ExecutionContext,
+    next: CallHandler,
+  ): Observable<unknown> | Promise<Observable<unknown>> {
     // Check: only GET/HEAD requests of handlers whose responses can be replayed, each request once.
     if (!this.isRequestCacheable(context)) return next.handle();
     const request = this.#request(context);
     if (request.handled) return next.handle();
-    // Key: handler, host, path, sorted query (+ vary headers, + scope). Hooks may answer asynchronously.
+    // Key: handler, host, path, sorted query (+ vary headers, + scope). Hooks may answer
+    // asynchronously.
     const scope = this.scopeKey(context);
     if (scope instanceof Promise) {
-      return scope.then((resolved) => this.#withScope(context, next, request, scopeOf(context, resolved)));
+      return scope.then((resolved) =>
+        this.#withScope(context, next, request, scopeOf(context, resolved)),
+      );
     }
     return this.#withScope(context, next, request, scopeOf(context, scope));
   }
@@ -108,17 +127,25 @@ export class HerdGuardInterceptor implements NestInterceptor {
     request: HttpRequest,
     scope: string | undefined,
   ): Observable<unknown> | Promise<Observable<unknown>> {
-    // Private: a request with credentials shares no entry unless the route says its response is the same for all.
-    if (scope === undefined && !this.routeConfigOf(context).shareAcrossUsers && this.hasCredentials(context)) {
+    // Private: a request with credentials shares no entry unless the route says its response is the
+    // same for all.
+    if (
+      scope === undefined &&
+      !this.routeConfigOf(context).shareAcrossUsers &&
+      this.hasCredentials(context)
+    ) {
       return next.handle();
     }
-    // The request headers the key includes; `Vary: *` set before the handler (a middleware) means none would do.
+    // The request headers the key includes; `Vary: *` set before the handler (a middleware) means
+    // none would do.
     const response = this.#response(context);
     const vary = this.#varyOf(context, response);
     if (vary.includes('*')) return next.handle();
     const key = this.trackBy(context, scope);
     if (key instanceof Promise) {
-      return key.then((resolved) => this.#cached(context, next, request, { key: resolved, scope, vary, response }));
+      return key.then((resolved) =>
+        this.#cached(context, next, request, { key: resolved, scope, vary, response }),
+      );
     }
     return this.#cached(context, next, request, { key, scope, vary, response });
   }
@@ -133,10 +160,12 @@ export class HerdGuardInterceptor implements NestInterceptor {
     if (key === undefined) return next.handle();
     const exchange = new ResponseExchange(response);
     const scoped = scope !== undefined;
-    // A Cache-Control set before the handler runs (`@Header`, a middleware) may forbid storing already.
+    // A Cache-Control set before the handler runs (`@Header`, a middleware) may forbid storing
+    // already.
     if (forbidsStoring(exchange.preparedCacheControl, scoped)) return next.handle();
     request.markHandled();
-    // A Set-Cookie added as the response goes out makes it private, and keeps its run out of the cache.
+    // A Set-Cookie added as the response goes out makes it private, and keeps its run out of the
+    // cache.
     const head = ResponseHead.watch(response.node);
     const route = this.routeConfigOf(context);
     const tags = typeof route.tags === 'function' ? route.tags(context) : route.tags;
@@ -149,7 +178,8 @@ export class HerdGuardInterceptor implements NestInterceptor {
     };
     const answer = this.herd.read(key, load, { policy: route.policy, tags }).then(
       (result) => {
-        // The engine served the others a stale entry (fail-safe); this request keeps what its handler sent.
+        // The engine served the others a stale entry (fail-safe); this request keeps what its
+        // handler sent.
         const own = read.own;
         if (own !== undefined && !own.failure) return own.body;
         const reply = (): unknown => {
@@ -157,13 +187,17 @@ export class HerdGuardInterceptor implements NestInterceptor {
           this.setCacheHeaders(context, result, scoped, vary);
           return body;
         };
-        // Another request's run whose head is still going out may yet prove private: wait for its verdict.
+        // Another request's run whose head is still going out may yet prove private: wait for its
+        // verdict.
         const fence = read.ranHere ? undefined : this.#fences.verdict(key);
-        return fence === undefined ? reply() : fence.then((servable) => (servable ? reply() : read.runOwnHandler()));
+        return fence === undefined
+          ? reply()
+          : fence.then((servable) => (servable ? reply() : read.runOwnHandler()));
       },
       (error: unknown): unknown => {
         const cause = error instanceof LoaderFailedError ? error.cause : error;
-        if (cause instanceof UncacheableResponse) return read.ranHere ? cause.body : read.runOwnHandler();
+        if (cause instanceof UncacheableResponse)
+          return read.ranHere ? cause.body : read.runOwnHandler();
         // The handler's own error (HttpException included), as if no interceptor were there.
         throw httpErrorFor(cause);
       },
@@ -173,7 +207,8 @@ export class HerdGuardInterceptor implements NestInterceptor {
 
   /**
    * Runs the handler (and the interceptors inside this one) and turns what it sent into what is
-   * stored: a {@link CachedResponse}, `null` for "not found", or an {@link UncacheableResponse} thrown.
+   * stored: a {@link CachedResponse}, `null` for "not found", or an {@link UncacheableResponse}
+   * thrown.
    * The engine unsubscribes when the load is aborted (loader timeout, application shutdown).
    */
   #load(
@@ -196,9 +231,14 @@ export class HerdGuardInterceptor implements NestInterceptor {
               handler.cacheable = false;
               throw new UncacheableResponse(body, output.status, 'a stream');
             }
-            if (output.sentByHandler) throw new UncacheableResponse(body, output.status, 'sent by the handler');
+            if (output.sentByHandler)
+              throw new UncacheableResponse(body, output.status, 'sent by the handler');
             const stored = this.#toStored(body, output, run, handler);
-            this.#fenceOnHead(run, handler, () => new UncacheableResponse(body, output.status, 'Set-Cookie'));
+            this.#fenceOnHead(
+              run,
+              handler,
+              () => new UncacheableResponse(body, output.status, 'Set-Cookie'),
+            );
             return stored;
           }),
         ),
@@ -213,7 +253,11 @@ export class HerdGuardInterceptor implements NestInterceptor {
    * the head carries a cookie, deleted, and the handler is not cached by this process any more (a
    * session middleware sets cookies on its responses).
    */
-  #fenceOnHead({ key, head }: HandlerRun, handler: HandlerState, uncacheable: () => UncacheableResponse): void {
+  #fenceOnHead(
+    { key, head }: HandlerRun,
+    handler: HandlerState,
+    uncacheable: () => UncacheableResponse,
+  ): void {
     if (head === undefined) return;
     if (head.isWritten) {
       if (head.setCookie) throw uncacheable();
@@ -221,26 +265,36 @@ export class HerdGuardInterceptor implements NestInterceptor {
     }
     this.#fences.add(key, head, async () => {
       handler.cacheable = false;
-      // A store error is the engine's to report (events, metrics); the entry then expires with its TTL.
+      // A store error is the engine's to report (events, metrics); the entry then expires with its
+      // TTL.
       await this.herd.delete(key).catch(() => undefined);
     });
   }
 
-  /** What to store for a body the handler sent; throws {@link UncacheableResponse} when it may not be stored. */
+  /**
+   * What to store for a body the handler sent; throws {@link UncacheableResponse} when it may not
+   * be stored.
+   */
   #toStored(
     body: unknown,
     { status, headers }: HandlerOutput,
     { exchange, scoped, vary }: HandlerRun,
     handler: HandlerState,
   ): CachedResponse | null {
-    if (!CACHEABLE_STATUSES.has(status)) throw new UncacheableResponse(body, status, `status ${status}`);
-    // Vary (RFC 9111 §4.1): the entry may serve only requests whose listed headers match, so each must be in the key.
+    if (!CACHEABLE_STATUSES.has(status))
+      throw new UncacheableResponse(body, status, `status ${status}`);
+    // Vary (RFC 9111 §4.1): the entry may serve only requests whose listed headers match, so each
+    // must be in the key.
     const answered = varyNames(exchange.response.header('vary'));
     if (answered.includes('*')) throw new UncacheableResponse(body, status, 'Vary: *');
     const unkeyed = answered.filter((name) => !vary.includes(name));
     if (unkeyed.length > 0) {
       for (const name of unkeyed) handler.varies.add(name);
-      throw new UncacheableResponse(body, status, `Vary names ${unkeyed.join(', ')}, not in the key yet`);
+      throw new UncacheableResponse(
+        body,
+        status,
+        `Vary names ${unkeyed.join(', ')}, not in the key yet`,
+      );
     }
     const cacheControl = headers['cache-control'] ?? exchange.preparedCacheControl;
     if (forbidsStoring(cacheControl, scoped)) {
@@ -251,13 +305,15 @@ export class HerdGuardInterceptor implements NestInterceptor {
     }
     const described = Object.keys(headers).length > 0;
     // "Not found" with the usual status: a negative entry, kept for negativeTtl.
-    if ((body === null || body === undefined) && status === exchange.preparedStatus && !described) return null;
+    if ((body === null || body === undefined) && status === exchange.preparedStatus && !described)
+      return null;
     return described ? { status, body, headers } : { status, body };
   }
 
   /**
    * Whether this request may be answered from the cache: an HTTP GET or HEAD, not `@SkipCache()`,
-   * and a handler whose responses can be replayed (not SSE, `@Res()` or a declared `StreamableFile`).
+   * and a handler whose responses can be replayed (not SSE, `@Res()` or a declared
+   * `StreamableFile`).
    * Runs before any key is built.
    */
   protected isRequestCacheable(context: ExecutionContext): boolean {
@@ -269,7 +325,8 @@ export class HerdGuardInterceptor implements NestInterceptor {
 
   /**
    * Whether the request carries credentials (`Authorization` or `Cookie`): then it is cached only
-   * per user (`scope`) or on routes with `shareAcrossUsers`. Override to ignore, say, a consent cookie.
+   * per user (`scope`) or on routes with `shareAcrossUsers`. Override to ignore, say, a consent
+   * cookie.
    */
   protected hasCredentials(context: ExecutionContext): boolean {
     return this.#request(context).hasCredentials;
@@ -292,7 +349,8 @@ export class HerdGuardInterceptor implements NestInterceptor {
     if (host === undefined) return undefined;
     const route = this.routeConfigOf(context);
     const vary: Record<string, string | undefined> = {};
-    for (const name of this.#varyOf(context, this.#response(context))) vary[name] = request.header(name);
+    for (const name of this.#varyOf(context, this.#response(context)))
+      vary[name] = request.header(name);
     return routeCacheKey({
       method: request.method,
       handler: this.#handlerOf(context).id,
@@ -309,7 +367,9 @@ export class HerdGuardInterceptor implements NestInterceptor {
    * route's `@CachedRoute({ scope })`. Override to scope every route, e.g. by `request.user.id`.
    * A number is keyed by its decimal form; any other value fails the request (see `scope`).
    */
-  protected scopeKey(context: ExecutionContext): string | number | undefined | Promise<string | number | undefined> {
+  protected scopeKey(
+    context: ExecutionContext,
+  ): string | number | undefined | Promise<string | number | undefined> {
     return this.routeConfigOf(context).scope?.(context);
   }
 
@@ -350,14 +410,20 @@ export class HerdGuardInterceptor implements NestInterceptor {
         `@CachedRoute(${context.getClass().name}.${handler.name})`,
       );
       if (this.#handlerOf(context).writesResponse) {
-        config = { ...config, policy: { staleWhileRevalidate: false, earlyRefresh: false, ...config.policy } };
+        config = {
+          ...config,
+          policy: { staleWhileRevalidate: false, earlyRefresh: false, ...config.policy },
+        };
       }
       this.#routes.set(handler, config);
     }
     return config;
   }
 
-  /** The handler's identity and whether it may be cached (`@SkipCache`, SSE, `@Res()`, streams), read once. */
+  /**
+   * The handler's identity and whether it may be cached (`@SkipCache`, SSE, `@Res()`, streams),
+   * read once.
+   */
   #handlerOf(context: ExecutionContext): HandlerState {
     const handler = context.getHandler();
     let state = this.#handlers.get(handler);
@@ -367,7 +433,11 @@ export class HerdGuardInterceptor implements NestInterceptor {
         handler,
         context.getClass(),
       ]);
-      state = { ...described, cacheable: skip !== true && described.unreplayable === undefined, varies: new Set() };
+      state = {
+        ...described,
+        cacheable: skip !== true && described.unreplayable === undefined,
+        varies: new Set(),
+      };
       this.#handlers.set(handler, state);
     }
     return state;
@@ -386,26 +456,41 @@ export class HerdGuardInterceptor implements NestInterceptor {
   }
 
   #response(context: ExecutionContext): HttpResponse {
-    return new HttpResponse(context.switchToHttp().getResponse<unknown>(), this.httpAdapterHost?.httpAdapter);
+    return new HttpResponse(
+      context.switchToHttp().getResponse<unknown>(),
+      this.httpAdapterHost?.httpAdapter,
+    );
   }
 
   #request(context: ExecutionContext): HttpRequest {
-    return HttpRequest.of(context.switchToHttp().getRequest<unknown>(), this.httpAdapterHost?.httpAdapter);
+    return HttpRequest.of(
+      context.switchToHttp().getRequest<unknown>(),
+      this.httpAdapterHost?.httpAdapter,
+    );
   }
 }
 
 /**
  * The scope a hook returned, checked where it enters: hooks read the request, typed `any`, so
  * `ctx => req.user` (the user object) or `req.user?.id ?? null` compile. A string is the scope, a
- * number or bigint (a numeric user id) its decimal form, `null` or `undefined` none (the response is
- * shared, and requests with credentials pass through unless the route shares across users); anything
- * else would put every user under one entry, so the request fails with a {@link KeySerializationError}.
+ * number or bigint (a numeric user id) its decimal form, `null` or `undefined` none (the response
+ * is
+ * shared, and requests with credentials pass through unless the route shares across users);
+ * anything
+ * else would put every user under one entry, so the request fails with a {@link
+ * KeySerializationError}.
  */
 function scopeOf(context: ExecutionContext, scope: unknown): string | undefined {
   if (typeof scope === 'string' || scope === undefined) return scope;
   if (scope === null) return undefined;
-  if ((typeof scope === 'number' && Number.isFinite(scope)) || typeof scope === 'bigint') return String(scope);
-  const kind = typeof scope === 'object' ? 'an object' : typeof scope === 'function' ? 'a function' : String(scope);
+  if ((typeof scope === 'number' && Number.isFinite(scope)) || typeof scope === 'bigint')
+    return String(scope);
+  const kind =
+    typeof scope === 'object'
+      ? 'an object'
+      : typeof scope === 'function'
+        ? 'a function'
+        : String(scope);
   throw new KeySerializationError(
     'scope',
     `is ${kind}`,
@@ -414,7 +499,10 @@ function scopeOf(context: ExecutionContext, scope: unknown): string | undefined 
   );
 }
 
-/** A herd-guard timeout as the HTTP error it is (504, or 503 while another pod loads); other errors unchanged. */
+/**
+ * A herd-guard timeout as the HTTP error it is (504, or 503 while another pod loads); other errors
+ * unchanged.
+ */
 function httpErrorFor(error: unknown): unknown {
   if (error instanceof LoaderTimeoutError || error instanceof WaitTimeoutError) {
     return new GatewayTimeoutException('Gateway Timeout', { cause: error });

@@ -58,9 +58,14 @@ export class HttpRequest {
     const host = this.header('host') ?? this.header(':authority');
     if (host === undefined || !HOST.test(host)) return undefined;
     // Nest routes by another name than the Host only behind a proxy that forwards one.
-    if (this.header('x-forwarded-host') === undefined && this.header('forwarded') === undefined) return host;
+    if (this.header('x-forwarded-host') === undefined && this.header('forwarded') === undefined)
+      return host;
     const routed: unknown = this.adapter?.getRequestHostname(this.raw);
-    if (typeof routed !== 'string' || routed === '' || routed.toLowerCase() === hostName(host).toLowerCase()) {
+    if (
+      typeof routed !== 'string' ||
+      routed === '' ||
+      routed.toLowerCase() === hostName(host).toLowerCase()
+    ) {
       return host;
     }
     // A space never occurs in a valid Host, so the two names cannot run into each other.
@@ -72,13 +77,19 @@ export class HttpRequest {
     return Boolean(this.header('authorization')) || Boolean(this.header('cookie'));
   }
 
-  /** A header's value (several values joined with `, `) by lower-case name, or `undefined` when absent. */
+  /**
+   * A header's value (several values joined with `, `) by lower-case name, or `undefined` when
+   * absent.
+   */
   header(name: string): string | undefined {
     const value = this.raw.headers?.[name];
     return Array.isArray(value) ? value.join(', ') : value;
   }
 
-  /** Whether an interceptor caches this request already: a second binding (route + global) passes it through. */
+  /**
+   * Whether an interceptor caches this request already: a second binding (route + global) passes it
+   * through.
+   */
   get handled(): boolean {
     return this.#handled;
   }

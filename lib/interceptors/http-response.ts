@@ -1,6 +1,9 @@
 import type { AbstractHttpAdapter } from '@nestjs/core';
 
-/** The platform response (Express `Response`, Fastify `FastifyReply`), as herd-guard reads and writes it. */
+/**
+ * The platform response (Express `Response`, Fastify `FastifyReply`), as herd-guard reads and
+ * writes it.
+ */
 type PlatformResponse = {
   statusCode?: unknown;
   headersSent?: unknown;
@@ -9,7 +12,10 @@ type PlatformResponse = {
   getHeaders?(): Record<string, unknown>;
 };
 
-/** The Node.js `ServerResponse` underneath (Express's response is one; Fastify's reply holds it as `raw`). */
+/**
+ * The Node.js `ServerResponse` underneath (Express's response is one; Fastify's reply holds it as
+ * `raw`).
+ */
 type NodeResponse = {
   statusCode?: unknown;
   headersSent?: unknown;
@@ -28,7 +34,9 @@ export class HttpResponse {
     private readonly adapter: AbstractHttpAdapter | undefined,
   ) {}
 
-  /** The Node.js response underneath (Express's response is one; Fastify's reply holds it as `raw`). */
+  /**
+   * The Node.js response underneath (Express's response is one; Fastify's reply holds it as `raw`).
+   */
   get node(): unknown {
     return (this.raw as PlatformResponse).raw ?? this.raw;
   }
@@ -54,7 +62,12 @@ export class HttpResponse {
   /** Resolves once the response is on its way: headers sent, finished, or the connection closed. */
   sent(): Promise<void> {
     const node = this.node as NodeResponse;
-    if (this.headersSent || node.writableFinished === true || node.destroyed === true || node.once === undefined) {
+    if (
+      this.headersSent ||
+      node.writableFinished === true ||
+      node.destroyed === true ||
+      node.once === undefined
+    ) {
       return Promise.resolve();
     }
     return new Promise((resolve) => {
@@ -79,7 +92,9 @@ export class HttpResponse {
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(all)) {
       if (value === undefined || value === null) continue;
-      headers[name.toLowerCase()] = Array.isArray(value) ? value.map(String).join(', ') : String(value);
+      headers[name.toLowerCase()] = Array.isArray(value)
+        ? value.map(String).join(', ')
+        : String(value);
     }
     return headers;
   }

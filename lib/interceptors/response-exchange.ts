@@ -5,9 +5,15 @@ import type { HttpResponse } from './http-response.js';
 export interface RunBaseline {
   /** The response's headers before the run, by lower-case name. */
   readonly headers: Readonly<Record<string, string>>;
-  /** Whether the response was sent already (a refresh running after the request was answered from the cache). */
+  /**
+   * Whether the response was sent already (a refresh running after the request was answered from
+   * the cache).
+   */
   readonly sent: boolean;
-  /** Headers of the entry being refreshed, kept when the handler cannot set them again (sent already). */
+  /**
+   * Headers of the entry being refreshed, kept when the handler cannot set them again (sent
+   * already).
+   */
   readonly carried: Readonly<Record<string, string>>;
 }
 
@@ -44,7 +50,8 @@ export class ResponseExchange {
     this.#replayed = true;
     if (!isCachedResponse(stored)) return stored;
     if (this.response.status !== stored.status) this.response.status = stored.status;
-    for (const [name, value] of Object.entries(stored.headers ?? {})) this.response.setHeader(name, value);
+    for (const [name, value] of Object.entries(stored.headers ?? {}))
+      this.response.setHeader(name, value);
     return stored.body;
   }
 
@@ -55,7 +62,8 @@ export class ResponseExchange {
    */
   async beforeRun(refreshing: unknown): Promise<RunBaseline> {
     if (refreshing !== undefined) {
-      // The answer from the cache, if there is one, is written within the current turn of the event loop.
+      // The answer from the cache, if there is one, is written within the current turn of the event
+      // loop.
       await new Promise((resolve) => setImmediate(resolve));
       if (this.#replayed) {
         await this.response.sent();
@@ -67,7 +75,8 @@ export class ResponseExchange {
         };
       }
     }
-    // Nothing was replayed on this response: it holds what was set before the handler (read here, off the hit path).
+    // Nothing was replayed on this response: it holds what was set before the handler (read here,
+    // off the hit path).
     return {
       headers: this.response.headers(),
       sent: this.response.headersSent,

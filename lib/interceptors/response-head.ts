@@ -1,4 +1,7 @@
-/** The Node.js response methods the watch wraps (`ServerResponse`, or HTTP/2's compatibility response). */
+/**
+ * The Node.js response methods the watch wraps (`ServerResponse`, or HTTP/2's compatibility
+ * response).
+ */
 type NodeResponse = {
   headersSent?: unknown;
   writableEnded?: unknown;
@@ -34,11 +37,17 @@ type WatchedResponse = NodeResponse & { [WATCH]?: ResponseHead };
 export class ResponseHead {
   /** Written by the wrappers when a `Set-Cookie` is set or passed to `writeHead`; never unset. */
   #setCookie = false;
-  /** Written once, by the first `writeHead` (or `finish`/`close` once {@link written} was asked for). */
+  /**
+   * Written once, by the first `writeHead` (or `finish`/`close` once {@link written} was asked
+   * for).
+   */
   #written = false;
   #whenWritten: Promise<void> | undefined;
   #settle: (() => void) | undefined;
-  /** The methods the wrappers call through to: the response's own, or the hooks installed before the watch. */
+  /**
+   * The methods the wrappers call through to: the response's own, or the hooks installed before the
+   * watch.
+   */
   readonly #writeHead: NodeResponse['writeHead'];
   readonly #setHeader: NodeResponse['setHeader'];
   readonly #appendHeader: NodeResponse['appendHeader'];
@@ -57,7 +66,10 @@ export class ResponseHead {
     if (this.#appendHeader !== undefined) node.appendHeader = ResponseHead.#wrappedAppendHeader;
   }
 
-  /** Watches the Node.js response `raw` (Express's response, Fastify's `reply.raw`); `undefined` for anything else. */
+  /**
+   * Watches the Node.js response `raw` (Express's response, Fastify's `reply.raw`); `undefined` for
+   * anything else.
+   */
   static watch(raw: unknown): ResponseHead | undefined {
     if (!isNodeResponse(raw)) return undefined;
     const response = raw as WatchedResponse;
@@ -82,7 +94,8 @@ export class ResponseHead {
   /** Settles once the head is written (or the response ends or fails without one). */
   get written(): Promise<void> {
     if (this.#whenWritten === undefined) {
-      // A response that ended or failed before anyone asked, without a head written through the wrapper.
+      // A response that ended or failed before anyone asked, without a head written through the
+      // wrapper.
       if (this.#written || isOver(this.node)) {
         this.#written = true;
         this.#whenWritten = Promise.resolve();
@@ -104,7 +117,11 @@ export class ResponseHead {
 
   static #wrappedSetHeader(this: WatchedResponse, name: string, value: unknown): unknown {
     const head = ResponseHead.#of(this);
-    const result = head.#setHeader.call(this, name, head.#setCookie && isCacheControl(name) ? privately(value) : value);
+    const result = head.#setHeader.call(
+      this,
+      name,
+      head.#setCookie && isCacheControl(name) ? privately(value) : value,
+    );
     if (isSetCookie(name)) head.#sawCookie();
     return result;
   }
@@ -124,17 +141,21 @@ export class ResponseHead {
       head.#sawCookie(passed);
     }
     try {
-      // Hooks wrapped before this one (on-headers) run inside: their Set-Cookie comes through setHeader.
+      // Hooks wrapped before this one (on-headers) run inside: their Set-Cookie comes through
+      // setHeader.
       return head.#writeHead.apply(this, args);
     } finally {
       head.#done();
     }
   }
 
-  /** The watch of a response whose wrapped method runs (installed with the watch, so always there). */
+  /**
+   * The watch of a response whose wrapped method runs (installed with the watch, so always there).
+   */
   static #of(response: WatchedResponse): ResponseHead {
     const head = response[WATCH];
-    if (head === undefined) throw new TypeError('herd-guard: a watched response method was called on another object');
+    if (head === undefined)
+      throw new TypeError('herd-guard: a watched response method was called on another object');
     return head;
   }
 
@@ -150,7 +171,8 @@ export class ResponseHead {
       }
     } else if (passed !== undefined) {
       const fields = passed as Record<string, unknown>;
-      for (const name of Object.keys(fields)) if (isCacheControl(name)) fields[name] = privately(fields[name]);
+      for (const name of Object.keys(fields))
+        if (isCacheControl(name)) fields[name] = privately(fields[name]);
     }
   }
 }
@@ -160,7 +182,9 @@ export class ResponseHead {
  * or `no-store` already, else `private, no-store`.
  */
 export function privateCacheControl(cacheControl: string): string {
-  return /(^|,)\s*(private|no-store)\s*(=|,|$)/i.test(cacheControl) ? cacheControl : 'private, no-store';
+  return /(^|,)\s*(private|no-store)\s*(=|,|$)/i.test(cacheControl)
+    ? cacheControl
+    : 'private, no-store';
 }
 
 function privately(value: unknown): unknown {
@@ -169,7 +193,8 @@ function privately(value: unknown): unknown {
 
 function hasSetCookie(passed: object | undefined): boolean {
   if (passed === undefined) return false;
-  if (Array.isArray(passed)) return passed.some((item, index) => index % 2 === 0 && isSetCookie(item));
+  if (Array.isArray(passed))
+    return passed.some((item, index) => index % 2 === 0 && isSetCookie(item));
   return Object.keys(passed).some(isSetCookie);
 }
 

@@ -13,9 +13,14 @@ const RESPONSE_PARAM_TYPES: ReadonlySet<string> = new Set(['1', '2']);
 
 /** What the interceptor needs to know about a route handler, read once from its metadata. */
 export interface RouteHandler {
-  /** Names the handler in cache keys: `ItemsController.list`, then `;v=<versions>` when versioned. */
+  /**
+   * Names the handler in cache keys: `ItemsController.list`, then `;v=<versions>` when versioned.
+   */
   readonly id: string;
-  /** Why the handler's responses cannot be replayed (SSE, `@Res()`, a declared stream), or `undefined`. */
+  /**
+   * Why the handler's responses cannot be replayed (SSE, `@Res()`, a declared stream), or
+   * `undefined`.
+   */
   readonly unreplayable: string | undefined;
   /** The handler takes `@Res({ passthrough: true })`: it may set the status and headers itself. */
   readonly writesResponse: boolean;
@@ -26,9 +31,14 @@ export interface RouteHandler {
   readonly redirectStatus: number | undefined;
 }
 
-export function describeRouteHandler(controller: new (...args: never[]) => unknown, handler: object): RouteHandler {
+export function describeRouteHandler(
+  controller: new (...args: never[]) => unknown,
+  handler: object,
+): RouteHandler {
   const name = (handler as { name?: string }).name ?? '';
-  const version = versionOf(readMetadata(VERSION_METADATA, handler) ?? readMetadata(VERSION_METADATA, controller));
+  const version = versionOf(
+    readMetadata(VERSION_METADATA, handler) ?? readMetadata(VERSION_METADATA, controller),
+  );
   const takesResponse = takesResponseObject(controller, name);
   const passthrough = readMetadata(RESPONSE_PASSTHROUGH_METADATA, controller, name) === true;
   return {
@@ -54,18 +64,26 @@ export function describeRouteHandler(controller: new (...args: never[]) => unkno
 export function finalStatus(handler: RouteHandler, body: unknown, current: number): number {
   if (handler.redirectStatus === undefined) return current;
   const returned =
-    typeof body === 'object' && body !== null ? (body as { statusCode?: unknown }).statusCode : undefined;
+    typeof body === 'object' && body !== null
+      ? (body as { statusCode?: unknown }).statusCode
+      : undefined;
   return typeof returned === 'number' && returned !== 0 ? returned : handler.redirectStatus;
 }
 
 /**
- * Whether a value the handler returned is a stream Nest sends as it is produced: a `StreamableFile`,
+ * Whether a value the handler returned is a stream Nest sends as it is produced: a
+ * `StreamableFile`,
  * a Node.js or web stream, an async iterable (not a thenable) or a web `Response`.
  */
 export function isStreamBody(body: unknown): boolean {
   if (body instanceof StreamableFile) return true;
   if (typeof body !== 'object' || body === null) return false;
-  const candidate = body as { [Symbol.asyncIterator]?: unknown; then?: unknown; pipe?: unknown; getReader?: unknown };
+  const candidate = body as {
+    [Symbol.asyncIterator]?: unknown;
+    then?: unknown;
+    pipe?: unknown;
+    getReader?: unknown;
+  };
   if (typeof candidate.then === 'function') return false;
   return (
     typeof candidate[Symbol.asyncIterator] === 'function' ||
@@ -87,10 +105,15 @@ function takesResponseObject(controller: object, name: string): boolean {
 
 function declaresStream(controller: object, name: string): boolean {
   const prototype = (controller as { prototype?: object }).prototype;
-  return prototype !== undefined && isClassOrSubclass(designReturnType(prototype, name), StreamableFile);
+  return (
+    prototype !== undefined && isClassOrSubclass(designReturnType(prototype, name), StreamableFile)
+  );
 }
 
-/** Nest redirects only when `@Redirect()` left a string url (possibly empty: the handler returns one). */
+/**
+ * Nest redirects only when `@Redirect()` left a string url (possibly empty: the handler returns
+ * one).
+ */
 function redirectStatusOf(redirect: unknown): number | undefined {
   if (typeof redirect !== 'object' || redirect === null) return undefined;
   const { url, statusCode } = redirect as { url?: unknown; statusCode?: unknown };
@@ -103,7 +126,9 @@ function versionOf(version: unknown): string | undefined {
   if (version === undefined || version === null) return undefined;
   const versions = Array.isArray(version) ? version : [version];
   return versions
-    .map((item: unknown) => (typeof item === 'symbol' ? (item.description ?? 'neutral') : String(item)))
+    .map((item: unknown) =>
+      typeof item === 'symbol' ? (item.description ?? 'neutral') : String(item),
+    )
     .sort()
     .join(',');
 }

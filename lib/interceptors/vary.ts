@@ -12,9 +12,14 @@ export function varyNames(header: string | undefined): string[] {
 }
 
 /** `header` with each of `names` it does not list yet appended (`Accept-Language, x-region`). */
-export function mergeVary(header: string | undefined, names: readonly string[]): string | undefined {
+export function mergeVary(
+  header: string | undefined,
+  names: readonly string[],
+): string | undefined {
   const listed = new Set(varyNames(header));
   const missing = names.filter((name) => !listed.has(name.toLowerCase()));
   if (missing.length === 0) return header;
-  return header === undefined || header.trim() === '' ? missing.join(', ') : `${header}, ${missing.join(', ')}`;
+  return header === undefined || header.trim() === ''
+    ? missing.join(', ')
+    : `${header}, ${missing.join(', ')}`;
 }

@@ -19,6 +19,9 @@ export interface CachedOptions<A extends unknown[] = never[]> extends CachePolic
    * and says so) or when a minifier renames classes.
    */
   readonly keyPrefix?: string;
-  /** Tags stored with the entry, for `herd.expireTag()` / `herd.deleteTag()` (a function sees the instance as `this`). */
+  /**
+   * Tags stored with the entry, for `herd.expireTag()` / `herd.deleteTag()` (a function sees the
+   * instance as `this`).
+   */
   readonly tags?: readonly string[] | ((...args: A) => readonly string[]);
 }

@@ -6,9 +6,15 @@ import type { CachePolicy } from '../core/policy.js';
  * over its controller's). The policy fields override the module default field by field.
  */
 export interface CachedRouteOptions extends CachePolicy {
-  /** Request headers the response depends on (e.g. `['accept-language']`); each value is part of the key. */
+  /**
+   * Request headers the response depends on (e.g. `['accept-language']`); each value is part of the
+   * key.
+   */
   readonly vary?: readonly string[];
-  /** Query parameters left out of the key, by exact name (cache busters such as `_` or `utm_source`). */
+  /**
+   * Query parameters left out of the key, by exact name (cache busters such as `_` or
+   * `utm_source`).
+   */
   readonly ignoreQuery?: readonly string[];
   /** Tags stored with the response, for `herd.expireTag()` / `herd.deleteTag()`. */
   readonly tags?: readonly string[] | ((context: ExecutionContext) => readonly string[]);

@@ -13,7 +13,8 @@ export interface HerdGuardModuleOptions {
   /** A store you created and own: the module uses it and never closes it. */
   readonly store?: HerdStore;
   /**
-   * Redis, by URL (`redis://host:6379`) or the options of `RedisStore` ({@link HerdGuardRedisOptions}).
+   * Redis, by URL (`redis://host:6379`) or the options of `RedisStore` ({@link
+   * HerdGuardRedisOptions}).
    * The module loads `herd-guard/redis` (and so ioredis) only then, opens the store at start and
    * closes it on application shutdown (a `client` you pass inside stays yours).
    */
@@ -22,14 +23,19 @@ export interface HerdGuardModuleOptions {
   readonly memory?: MemoryStoreOptions;
   /**
    * Prefix of every Redis key, so several apps can share one Redis. Applies to the store opened
-   * from `redis` (a `namespace` inside `redis` wins); the memory store is per process and needs none.
+   * from `redis` (a `namespace` inside `redis` wins); the memory store is per process and needs
+   * none.
    */
   readonly namespace?: string;
-  /** Default policy of every read; per-call, `@Cached` and `@CachedRoute` policies override it field by field. */
+  /**
+   * Default policy of every read; per-call, `@Cached` and `@CachedRoute` policies override it field
+   * by field.
+   */
   readonly policy?: CachePolicy;
   /**
    * Export Prometheus metrics with prom-client (installed by the app): `true` registers them in
-   * prom-client's default registry; options choose the registry (`registry`), prefix and `cacheName`
+   * prom-client's default registry; options choose the registry (`registry`), prefix and
+   * `cacheName`
    * label (default: the namespace, or `default`). Default off.
    */
   readonly metrics?: boolean | PrometheusMetricsOptions;
@@ -40,7 +46,8 @@ export interface HerdGuardModuleOptions {
    */
   readonly logging?: boolean | LoggerService;
   /**
-   * How many counters the hot-key summary keeps (most read / most loaded keys), at most 10,000; each
+   * How many counters the hot-key summary keeps (most read / most loaded keys), at most 10,000;
+   * each
    * read costs O(1) whatever the number. `0` disables. Default 64.
    */
   readonly hotKeys?: number;

@@ -1,6 +1,8 @@
 /** What identifies a cached HTTP response. */
 export interface RouteKeyParts {
-  /** The request method. `HEAD` shares the `GET` entry (same handler; the server drops the body). */
+  /**
+   * The request method. `HEAD` shares the `GET` entry (same handler; the server drops the body).
+   */
   readonly method: string;
   /** The URL as received: path and optional query string (`/items?page=2`). */
   readonly url: string;
@@ -9,9 +11,14 @@ export interface RouteKeyParts {
    * served by one app never share an entry.
    */
   readonly host?: string;
-  /** The route handler (`ItemsController.list`, `;v=2` when versioned), so two handlers behind one URL never share. */
+  /**
+   * The route handler (`ItemsController.list`, `;v=2` when versioned), so two handlers behind one
+   * URL never share.
+   */
   readonly handler?: string;
-  /** Query parameters left out of the key, by exact name (cache busters such as `_`, `utm_source`). */
+  /**
+   * Query parameters left out of the key, by exact name (cache busters such as `_`, `utm_source`).
+   */
   readonly ignoreQuery?: readonly string[];
   /** Request header values the response varies by, by header name (matched case-insensitively). */
   readonly vary?: Readonly<Record<string, string | undefined>>;
@@ -20,7 +27,8 @@ export interface RouteKeyParts {
 }
 
 /**
- * The cache key of an HTTP response: `http:GET ItemsController.list //shop.example.com:8080/items?a=1&b=2`
+ * The cache key of an HTTP response: `http:GET ItemsController.list
+ * //shop.example.com:8080/items?a=1&b=2`
  * (the handler and the host when given), then ` name=value` per vary header (sorted by name) and
  * ` @scope` when scoped. Query parameters are sorted by name (values of a repeated name keep their
  * order) as they were sent, without decoding them, so `?b=2&a=1` and `?a=1&b=2` share an entry
@@ -33,7 +41,8 @@ export function routeCacheKey(parts: RouteKeyParts): string {
   const method = parts.method.toUpperCase() === 'HEAD' ? 'GET' : parts.method.toUpperCase();
   const queryAt = parts.url.indexOf('?');
   const path = queryAt === -1 ? parts.url : parts.url.slice(0, queryAt);
-  const query = queryAt === -1 ? '' : canonicalQuery(parts.url.slice(queryAt + 1), parts.ignoreQuery ?? []);
+  const query =
+    queryAt === -1 ? '' : canonicalQuery(parts.url.slice(queryAt + 1), parts.ignoreQuery ?? []);
   const handler = parts.handler === undefined ? '' : ` ${encodeName(parts.handler)}`;
   const host = parts.host === undefined ? '' : `//${encodeName(parts.host.toLowerCase())}`;
   // After `//host` the path must start with `/`; without a host it must not start with `//`.
@@ -47,7 +56,10 @@ export function routeCacheKey(parts: RouteKeyParts): string {
   return key;
 }
 
-/** Keeps the characters of host names and handler names; percent-encodes anything else (spaces, `/`, `@`). */
+/**
+ * Keeps the characters of host names and handler names; percent-encodes anything else (spaces, `/`,
+ * `@`).
+ */
 function encodeName(name: string): string {
   return name.replace(/[^A-Za-z0-9._~:;,=$[\]-]/g, (char) => encodeURIComponent(char));
 }
@@ -66,7 +78,10 @@ function canonicalQuery(raw: string, ignored: readonly string[]): string {
   return pairs.map(({ pair }) => pair).join('&');
 }
 
-/** A parameter name as the handler reads it, to match `ignoreQuery`; as sent when it does not decode. */
+/**
+ * A parameter name as the handler reads it, to match `ignoreQuery`; as sent when it does not
+ * decode.
+ */
 function decodedName(name: string): string {
   try {
     return decodeURIComponent(name.replace(/\+/g, ' '));

@@ -7,7 +7,8 @@ const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
  * their object keys were written in; values that differ give different text:
  *
  * - object keys are sorted; a property holding `undefined` is left out, as in JSON;
- * - `undefined` and `null` differ (elsewhere than object properties), and so do `NaN`, `Infinity`, `-0 → 0`;
+ * - `undefined` and `null` differ (elsewhere than object properties), and so do `NaN`, `Infinity`,
+ * `-0 → 0`;
  * - a `Date` is written as `Date(<ISO 8601>)`; a `Map` or `Set` with its entries sorted;
  * - a value with `toJSON()` (Luxon, Decimal, ObjectId) is written as what `toJSON()` returns;
  * - class instances (DTOs) are written as their own enumerable properties.
@@ -40,7 +41,8 @@ function write(value: unknown, path: string, ancestors: Set<object>): string {
   }
   if (value === null) return 'null';
   const object = value as object;
-  if (ancestors.has(object)) throw new KeySerializationError(path, 'refers back to an object containing it (a cycle)');
+  if (ancestors.has(object))
+    throw new KeySerializationError(path, 'refers back to an object containing it (a cycle)');
   ancestors.add(object);
   try {
     return writeObject(object, path, ancestors);
@@ -65,7 +67,9 @@ function writeObject(value: object, path: string, ancestors: Set<object>): strin
     return `Map{${entries.sort().join(',')}}`;
   }
   if (value instanceof Set) {
-    const items = [...value].map((item: unknown, index) => write(item, `${path}.<item ${index}>`, ancestors));
+    const items = [...value].map((item: unknown, index) =>
+      write(item, `${path}.<item ${index}>`, ancestors),
+    );
     return `Set[${items.sort().join(',')}]`;
   }
   if (ArrayBuffer.isView(value)) {
@@ -76,7 +80,8 @@ function writeObject(value: object, path: string, ancestors: Set<object>): strin
   if (value instanceof WeakMap || value instanceof WeakSet || value instanceof WeakRef) {
     throw new KeySerializationError(path, `is a ${value.constructor.name}, which cannot be read`);
   }
-  if (isThenable(value)) throw new KeySerializationError(path, 'is a promise (await it before the call)');
+  if (isThenable(value))
+    throw new KeySerializationError(path, 'is a promise (await it before the call)');
   const toJSON = (value as { toJSON?: unknown }).toJSON;
   if (typeof toJSON === 'function') return write(toJSON.call(value) as unknown, path, ancestors);
   if (hidesItsState(value)) {
@@ -89,7 +94,11 @@ function writeObject(value: object, path: string, ancestors: Set<object>): strin
   return writeProperties(value as Record<string, unknown>, path, ancestors);
 }
 
-function writeProperties(value: Record<string, unknown>, path: string, ancestors: Set<object>): string {
+function writeProperties(
+  value: Record<string, unknown>,
+  path: string,
+  ancestors: Set<object>,
+): string {
   const parts: string[] = [];
   for (const name of Object.keys(value).sort()) {
     const item = value[name];

@@ -4,7 +4,9 @@ import type { HerdEngine } from '../core/herd-engine.js';
 import { httpStatusOf, isLoaderFailure } from '../errors/loader-failure.js';
 
 const MAX_KEY_LENGTH = 200;
-/** A failing store can fail thousands of commands a second: log one line per operation per window. */
+/**
+ * A failing store can fail thousands of commands a second: log one line per operation per window.
+ */
 const STORE_ERROR_WINDOW_MS = 10_000;
 
 /**
@@ -36,11 +38,17 @@ export class EventLogger {
   }
 
   #log(event: HerdEvent): void {
-    const answered = this.#answeredKey === event.key && (event.type === 'backoff' || event.type === 'stale-on-error');
+    const answered =
+      this.#answeredKey === event.key &&
+      (event.type === 'backoff' || event.type === 'stale-on-error');
     if (!answered) this.#answeredKey = undefined;
     switch (event.type) {
       case 'lease-acquired':
-        this.logger.debug?.({ event: 'lease acquired', key: shortKey(event.key), fence: event.fence });
+        this.logger.debug?.({
+          event: 'lease acquired',
+          key: shortKey(event.key),
+          fence: event.fence,
+        });
         break;
       case 'lease-contended':
         this.logger.debug?.({ event: 'lease contended', key: shortKey(event.key) });
@@ -58,7 +66,10 @@ export class EventLogger {
         });
         break;
       case 'load-fenced':
-        this.logger.debug?.({ event: 'load fenced by an invalidation, not stored', key: shortKey(event.key) });
+        this.logger.debug?.({
+          event: 'load fenced by an invalidation, not stored',
+          key: shortKey(event.key),
+        });
         break;
       case 'load-failed':
         if (!isLoaderFailure(event.error)) {
@@ -135,7 +146,9 @@ export class EventLogger {
 }
 
 function shortKey(key: string): string {
-  return key.length <= MAX_KEY_LENGTH ? key : `${key.slice(0, MAX_KEY_LENGTH)}…(${key.length} chars)`;
+  return key.length <= MAX_KEY_LENGTH
+    ? key
+    : `${key.slice(0, MAX_KEY_LENGTH)}…(${key.length} chars)`;
 }
 
 function round(ms: number): number {

@@ -1,4 +1,6 @@
-/** The part of reflect-metadata read here (Nest loads it; typed locally to avoid a global import). */
+/**
+ * The part of reflect-metadata read here (Nest loads it; typed locally to avoid a global import).
+ */
 interface ReflectWithMetadata {
   getMetadata?(key: string, target: object, propertyKey?: string | symbol): unknown;
 }
@@ -8,7 +10,9 @@ export function designReturnType(prototype: object, method: string | symbol): un
   return readMetadata('design:returntype', prototype, method);
 }
 
-/** Metadata `key` of `target` (a class or a function), or of its member `propertyKey` when given. */
+/**
+ * Metadata `key` of `target` (a class or a function), or of its member `propertyKey` when given.
+ */
 export function readMetadata(key: string, target: object, propertyKey?: string | symbol): unknown {
   const reflect = Reflect as unknown as ReflectWithMetadata;
   return propertyKey === undefined
@@ -17,6 +21,11 @@ export function readMetadata(key: string, target: object, propertyKey?: string |
 }
 
 /** A class is `type` or extends it. */
-export function isClassOrSubclass(candidate: unknown, type: abstract new (...args: never[]) => unknown): boolean {
-  return typeof candidate === 'function' && (candidate === type || candidate.prototype instanceof type);
+export function isClassOrSubclass(
+  candidate: unknown,
+  type: abstract new (...args: never[]) => unknown,
+): boolean {
+  return (
+    typeof candidate === 'function' && (candidate === type || candidate.prototype instanceof type)
+  );
 }

@@ -27,7 +27,10 @@ export function functionOption<F extends (...args: never[]) => unknown>(
 
 /** Checks that a decorator's options, when given, are an object. */
 export function assertOptionsObject(options: unknown, field: string): void {
-  if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) {
+  if (
+    options !== undefined &&
+    (typeof options !== 'object' || options === null || Array.isArray(options))
+  ) {
     throw new ConfigurationError(field, 'expected an options object');
   }
 }
@@ -35,7 +38,10 @@ export function assertOptionsObject(options: unknown, field: string): void {
 /** A list of non-empty strings (`vary`, `ignoreQuery`, `tags`), copied; `[]` when not given. */
 export function stringList(value: unknown, field: string): string[] {
   if (value === undefined) return [];
-  if (!Array.isArray(value) || !value.every((item) => typeof item === 'string' && item.length > 0)) {
+  if (
+    !Array.isArray(value) ||
+    !value.every((item) => typeof item === 'string' && item.length > 0)
+  ) {
     throw new ConfigurationError(field, 'expected an array of non-empty strings');
   }
   return [...(value as string[])];

@@ -5,7 +5,10 @@ import { assertOptionsObject, functionOption, stringList, tagsOption } from './o
 
 /** The `@CachedRoute` options of one handler (laid over its controller's), checked and split. */
 export interface RouteConfig {
-  /** `undefined` when the route has no policy fields; otherwise one object per handler, so the engine resolves it once. */
+  /**
+   * `undefined` when the route has no policy fields; otherwise one object per handler, so the
+   * engine resolves it once.
+   */
   readonly policy: CachePolicy | undefined;
   /** Header names, lower case. */
   readonly vary: readonly string[];
@@ -27,7 +30,10 @@ export function routeConfig(
 ): RouteConfig {
   assertOptionsObject(controllerOptions, field);
   assertOptionsObject(handlerOptions, field);
-  const { vary, ignoreQuery, tags, scope, shareAcrossUsers, ...policy } = { ...controllerOptions, ...handlerOptions };
+  const { vary, ignoreQuery, tags, scope, shareAcrossUsers, ...policy } = {
+    ...controllerOptions,
+    ...handlerOptions,
+  };
   if (shareAcrossUsers !== undefined && typeof shareAcrossUsers !== 'boolean') {
     throw new ConfigurationError(
       `${field}.shareAcrossUsers`,

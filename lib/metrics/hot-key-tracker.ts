@@ -20,7 +20,8 @@ export class HotKeyTracker {
     this.#refreshed = new HotKeys(capacity);
     this.#unsubscribe = engine.onEvent((event) => {
       if (event.type === 'read') this.#requested.add(event.key);
-      else if (event.type === 'load-ok' || event.type === 'load-failed') this.#refreshed.add(event.key);
+      else if (event.type === 'load-ok' || event.type === 'load-failed')
+        this.#refreshed.add(event.key);
     });
   }
 

@@ -39,7 +39,9 @@ export class HotKeys {
 
   constructor(readonly capacity = 64) {
     if (!Number.isInteger(capacity) || capacity < 1 || capacity > MAX_HOT_KEYS) {
-      throw new RangeError(`capacity must be an integer from 1 to ${MAX_HOT_KEYS}, received ${capacity}`);
+      throw new RangeError(
+        `capacity must be an integer from 1 to ${MAX_HOT_KEYS}, received ${capacity}`,
+      );
     }
   }
 
@@ -47,7 +49,8 @@ export class HotKeys {
     const counter = this.#counters.get(key);
     if (counter !== undefined) return this.#increment(counter);
     if (this.#counters.size < this.capacity) {
-      const bucket = this.#lowest?.count === 1 ? this.#lowest : this.#link(1, undefined, this.#lowest);
+      const bucket =
+        this.#lowest?.count === 1 ? this.#lowest : this.#link(1, undefined, this.#lowest);
       const fresh: Counter = { key, error: 0, bucket };
       bucket.counters.add(fresh);
       this.#counters.set(key, fresh);
@@ -66,7 +69,11 @@ export class HotKeys {
   /** The `n` highest counts, highest first. */
   top(n: number): HotKey[] {
     const result: HotKey[] = [];
-    for (let bucket = this.#highest; bucket !== undefined && result.length < n; bucket = bucket.lower) {
+    for (
+      let bucket = this.#highest;
+      bucket !== undefined && result.length < n;
+      bucket = bucket.lower
+    ) {
       for (const { key, error } of bucket.counters) {
         if (result.length >= n) break;
         result.push({ key, count: bucket.count, error });

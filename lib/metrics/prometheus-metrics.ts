@@ -16,7 +16,10 @@ export interface PrometheusRegistry {
 }
 
 export interface PrometheusMetricsOptions {
-  /** Where to register: a prom-client `Registry`. Default: prom-client's default registry. Pass your app's registry to share it. */
+  /**
+   * Where to register: a prom-client `Registry`. Default: prom-client's default registry. Pass your
+   * app's registry to share it.
+   */
   readonly registry?: PrometheusRegistry;
   /** Prefix of every metric name. Default `herd_guard_`. */
   readonly prefix?: string;
@@ -26,7 +29,9 @@ export interface PrometheusMetricsOptions {
   readonly buckets?: readonly number[];
 }
 
-const DEFAULT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const DEFAULT_BUCKETS = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+];
 const PREFIX_PATTERN = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 const BREAKER_VALUE = { closed: 0, 'half-open': 1, open: 2 } as const;
 
@@ -37,7 +42,8 @@ const gaugeSources = new WeakMap<object, Map<string, HerdEngine>>();
 
 /**
  * Exports an engine's events as Prometheus metrics with prom-client (an optional peer dependency,
- * loaded only when metrics are created). Labels have bounded values: cache keys never become labels;
+ * loaded only when metrics are created). Labels have bounded values: cache keys never become
+ * labels;
  * the hottest keys are in {@link HerdGuardService.metrics} instead.
  */
 export class PrometheusMetrics {
@@ -50,18 +56,35 @@ export class PrometheusMetrics {
   private constructor(client: PromClient, engine: HerdEngine, options: PrometheusMetricsOptions) {
     const prefix = options.prefix ?? 'herd_guard_';
     if (!PREFIX_PATTERN.test(prefix))
-      throw new ConfigurationError('metrics.prefix', `"${prefix}" is not a valid Prometheus metric name prefix`);
+      throw new ConfigurationError(
+        'metrics.prefix',
+        `"${prefix}" is not a valid Prometheus metric name prefix`,
+      );
     this.registry = options.registry ?? client.register;
     const cache = (this.#cacheName = options.cacheName ?? 'default');
     const buckets = [...(options.buckets ?? DEFAULT_BUCKETS)];
     // A prom-client Registry, by the type of `options.registry` or as prom-client's own default.
     const registers = [this.registry as Registry];
-    const counter = <L extends string>(name: string, help: string, labelNames: L[]): Counter<L | 'cache'> =>
+    const counter = <L extends string>(
+      name: string,
+      help: string,
+      labelNames: L[],
+    ): Counter<L | 'cache'> =>
       this.#metric(
         `${prefix}${name}`,
-        () => new client.Counter({ name: `${prefix}${name}`, help, labelNames: ['cache', ...labelNames], registers }),
+        () =>
+          new client.Counter({
+            name: `${prefix}${name}`,
+            help,
+            labelNames: ['cache', ...labelNames],
+            registers,
+          }),
       );
-    const histogram = <L extends string>(name: string, help: string, labelNames: L[]): Histogram<L | 'cache'> =>
+    const histogram = <L extends string>(
+      name: string,
+      help: string,
+      labelNames: L[],
+    ): Histogram<L | 'cache'> =>
       this.#metric(
         `${prefix}${name}`,
         () =>
@@ -73,7 +96,11 @@ export class PrometheusMetrics {
             registers,
           }),
       );
-    const gauge = (name: string, help: string, read: (engine: HerdEngine) => number): Gauge<'cache'> =>
+    const gauge = (
+      name: string,
+      help: string,
+      read: (engine: HerdEngine) => number,
+    ): Gauge<'cache'> =>
       this.#metric(`${prefix}${name}`, () => {
         const created = new client.Gauge({
           name: `${prefix}${name}`,
@@ -93,10 +120,16 @@ export class PrometheusMetrics {
       'Reads by result: fresh, stale, miss, or negative (a cached "not found").',
       ['result'],
     );
-    const requestSeconds = histogram('request_duration_seconds', 'Read latency by path (fresh, stale, miss).', [
-      'path',
-    ]);
-    const coalesced = counter('coalesced_total', 'Callers that joined a load already running in this process.', []);
+    const requestSeconds = histogram(
+      'request_duration_seconds',
+      'Read latency by path (fresh, stale, miss).',
+      ['path'],
+    );
+    const coalesced = counter(
+      'coalesced_total',
+      'Callers that joined a load already running in this process.',
+      [],
+    );
     const fenced = counter(
       'loads_fenced_total',
       'Loads whose value was not stored because the key was invalidated (or its lease taken over) while they ran.',
@@ -112,7 +145,11 @@ export class PrometheusMetrics {
       'Loader runs that failed: threw (except client errors), were rejected or timed out.',
       ['trigger'],
     );
-    const loaderSeconds = histogram('loader_duration_seconds', 'Loader duration, for p50/p95/p99.', ['result']);
+    const loaderSeconds = histogram(
+      'loader_duration_seconds',
+      'Loader duration, for p50/p95/p99.',
+      ['result'],
+    );
     const staleOnError = counter(
       'stale_served_on_error_total',
       'Stale values served because loading failed, timed out or Redis was down.',
@@ -128,11 +165,25 @@ export class PrometheusMetrics {
       'Callers that waited for another process to fill a key, by result (started, timeout).',
       ['result'],
     );
-    const backoffs = counter('backoffs_total', 'Refresh backoffs started after a loader failure.', []);
-    const corrupt = counter('corrupt_entries_total', 'Stored entries that could not be decoded (read as misses).', []);
-    const storeErrors = counter('store_errors_total', 'Store commands that failed, by operation.', ['operation']);
+    const backoffs = counter(
+      'backoffs_total',
+      'Refresh backoffs started after a loader failure.',
+      [],
+    );
+    const corrupt = counter(
+      'corrupt_entries_total',
+      'Stored entries that could not be decoded (read as misses).',
+      [],
+    );
+    const storeErrors = counter('store_errors_total', 'Store commands that failed, by operation.', [
+      'operation',
+    ]);
     this.#gauges = [
-      gauge('inflight_keys', 'Keys with a load in progress in this process.', (engine) => engine.activity().inflight),
+      gauge(
+        'inflight_keys',
+        'Keys with a load in progress in this process.',
+        (engine) => engine.activity().inflight,
+      ),
       gauge(
         'store_degraded',
         '1 while the store is degraded (Redis unreachable or breaker not closed), else 0.',
@@ -225,7 +276,10 @@ export class PrometheusMetrics {
   }
 
   /** Registers herd-guard's metrics for `engine` (loading prom-client on first use). */
-  static async create(engine: HerdEngine, options: PrometheusMetricsOptions = {}): Promise<PrometheusMetrics> {
+  static async create(
+    engine: HerdEngine,
+    options: PrometheusMetricsOptions = {},
+  ): Promise<PrometheusMetrics> {
     let client: PromClient;
     try {
       client = await import('prom-client');
@@ -238,7 +292,10 @@ export class PrometheusMetrics {
     return new PrometheusMetrics(client, engine, options);
   }
 
-  /** Stops recording this engine's events and removes it from the shared gauges. Metrics stay registered. */
+  /**
+   * Stops recording this engine's events and removes it from the shared gauges. Metrics stay
+   * registered.
+   */
   close(): void {
     this.#unsubscribe();
     for (const shared of this.#gauges) {
@@ -247,7 +304,10 @@ export class PrometheusMetrics {
     }
   }
 
-  /** A metric already in the registry (from another cache of this app) is shared, not registered twice. */
+  /**
+   * A metric already in the registry (from another cache of this app) is shared, not registered
+   * twice.
+   */
   #metric<M>(name: string, create: () => M): M {
     return (this.registry.getSingleMetric(name) as M | undefined) ?? create();
   }

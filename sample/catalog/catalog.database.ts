@@ -53,7 +53,9 @@ export class CatalogDatabase {
     return this.#query(
       () =>
         this.#db
-          .prepare('SELECT id, name, category, price_cents AS priceCents, stock FROM products WHERE id = ?')
+          .prepare(
+            'SELECT id, name, category, price_cents AS priceCents, stock FROM products WHERE id = ?',
+          )
           .get(id) as Product | undefined,
     );
   }
@@ -83,7 +85,10 @@ export class CatalogDatabase {
 
   /** Changes a price, as an admin would (the caller then invalidates the cache). */
   setPrice(id: number, priceCents: number): boolean {
-    return this.#db.prepare('UPDATE products SET price_cents = ? WHERE id = ?').run(priceCents, id).changes === 1;
+    return (
+      this.#db.prepare('UPDATE products SET price_cents = ? WHERE id = ?').run(priceCents, id)
+        .changes === 1
+    );
   }
 
   close(): void {
@@ -106,7 +111,9 @@ export class CatalogDatabase {
          stock INTEGER NOT NULL
        )`,
     );
-    const { existing } = this.#db.prepare('SELECT COUNT(*) AS existing FROM products').get() as { existing: number };
+    const { existing } = this.#db.prepare('SELECT COUNT(*) AS existing FROM products').get() as {
+      existing: number;
+    };
     if (existing > 0) return;
     const insert = this.#db.prepare(
       'INSERT INTO products (id, name, category, price_cents, stock) VALUES (?, ?, ?, ?, ?)',
@@ -114,7 +121,13 @@ export class CatalogDatabase {
     const seedAll = this.#db.transaction(() => {
       for (let id = 1; id <= count; id += 1) {
         const category = CATEGORIES[id % CATEGORIES.length]!;
-        insert.run(id, `${category} item ${id}`, category, 499 + ((id * 7_919) % 20_000), (id * 31) % 250);
+        insert.run(
+          id,
+          `${category} item ${id}`,
+          category,
+          499 + ((id * 7_919) % 20_000),
+          (id * 31) % 250,
+        );
       }
     });
     seedAll();

@@ -14,7 +14,8 @@ export class NotFoundOnNullInterceptor implements NestInterceptor {
     const request = context.switchToHttp().getRequest<{ url: string }>();
     return next.handle().pipe(
       map((body: unknown) => {
-        if (body === null || body === undefined) throw new NotFoundException(`Nothing at ${request.url}`);
+        if (body === null || body === undefined)
+          throw new NotFoundException(`Nothing at ${request.url}`);
         return body;
       }),
     );

@@ -49,7 +49,10 @@ export class ProductsController {
 
   @Get('categories/:name/products')
   async productsIn(@Param('name') name: string, @Query('limit') limit = '20'): Promise<Product[]> {
-    const products = await this.catalog.productsIn(name, Math.min(100, Math.max(1, Number(limit) || 20)));
+    const products = await this.catalog.productsIn(
+      name,
+      Math.min(100, Math.max(1, Number(limit) || 20)),
+    );
     if (products.length === 0) throw new NotFoundException(`No category "${name}"`);
     return products;
   }

@@ -1,7 +1,11 @@
 import { Controller, Get, Header, Query } from '@nestjs/common';
 import { HealthCheck, HealthCheckService, type HealthCheckResult } from '@nestjs/terminus';
 import { Registry } from 'prom-client';
-import { HerdGuardHealthIndicator, HerdGuardService, type HerdGuardMetricsSnapshot } from '../../lib/index.js';
+import {
+  HerdGuardHealthIndicator,
+  HerdGuardService,
+  type HerdGuardMetricsSnapshot,
+} from '../../lib/index.js';
 import { CatalogDatabase } from '../catalog/catalog.database.js';
 
 /** Health, Prometheus metrics and the numbers that show what the cache saved the database. */

@@ -11,14 +11,18 @@ export function checkUnpackedPackage(packageDir) {
   const problems = [];
   const manifest = JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8'));
   for (const target of exportTargets(manifest.exports)) {
-    if (!existsSync(join(packageDir, target))) problems.push(`exports names ${target}, which is not in the tarball`);
+    if (!existsSync(join(packageDir, target)))
+      problems.push(`exports names ${target}, which is not in the tarball`);
   }
   const files = listFiles(packageDir);
   const emitted = files.filter((file) => /\.(js|d\.ts)$/.test(file) && file.startsWith('dist/'));
-  if (emitted.length === 0) problems.push('the tarball has no dist/ (was the package built before packing?)');
+  if (emitted.length === 0)
+    problems.push('the tarball has no dist/ (was the package built before packing?)');
   for (const file of emitted) problems.push(...checkSourceMapComment(packageDir, file));
-  for (const file of files.filter((name) => name.endsWith('.map'))) problems.push(...checkSourceMap(packageDir, file));
-  if (problems.length > 0) throw new Error(`the packed package has problems:\n  ${problems.join('\n  ')}`);
+  for (const file of files.filter((name) => name.endsWith('.map')))
+    problems.push(...checkSourceMap(packageDir, file));
+  if (problems.length > 0)
+    throw new Error(`the packed package has problems:\n  ${problems.join('\n  ')}`);
   return { files: files.length, maps: files.filter((name) => name.endsWith('.map')).length };
 }
 
@@ -34,7 +38,9 @@ function checkSourceMapComment(packageDir, file) {
   const match = /\/\/# sourceMappingURL=(\S+)\s*$/.exec(text);
   if (match === null) return file.endsWith('.d.ts') ? [] : [`${file} has no sourceMappingURL`];
   const mapPath = join(dirname(join(packageDir, file)), match[1]);
-  return existsSync(mapPath) ? [] : [`${file} names the source map ${match[1]}, which is not in the tarball`];
+  return existsSync(mapPath)
+    ? []
+    : [`${file} names the source map ${match[1]}, which is not in the tarball`];
 }
 
 function checkSourceMap(packageDir, file) {
@@ -46,7 +52,9 @@ function checkSourceMap(packageDir, file) {
     const sourcePath = resolve(base, source);
     const inside = !relative(packageDir, sourcePath).startsWith('..');
     if (!inside || !existsSync(sourcePath)) {
-      problems.push(`${file} points at ${source}, which is not in the tarball and has no sourcesContent`);
+      problems.push(
+        `${file} points at ${source}, which is not in the tarball and has no sourcesContent`,
+      );
     }
   });
   return problems;
@@ -55,6 +63,8 @@ function checkSourceMap(packageDir, file) {
 function listFiles(root, dir = root) {
   return readdirSync(dir).flatMap((name) => {
     const path = join(dir, name);
-    return statSync(path).isDirectory() ? listFiles(root, path) : [relative(root, path).split('\\').join('/')];
+    return statSync(path).isDirectory()
+      ? listFiles(root, path)
+      : [relative(root, path).split('\\').join('/')];
   });
 }

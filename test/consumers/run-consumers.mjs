@@ -89,7 +89,13 @@ function withPeers(versions) {
   const label = Object.entries(versions)
     .map(([name, version]) => `${name}@${version}`)
     .join(' ');
-  return { label, versions, absent: [], tsconfig: 'tsconfig.check-redis.json', scripts: ['test:redis'] };
+  return {
+    label,
+    versions,
+    absent: [],
+    tsconfig: 'tsconfig.check-redis.json',
+    scripts: ['test:redis'],
+  };
 }
 
 const { sets, only } = parseArguments(process.argv.slice(2));
@@ -107,16 +113,22 @@ try {
       filter: (source) => !/[\\/](node_modules|dist|coverage)$/.test(source),
     });
     const manifest = JSON.parse(readFileSync(join(app, 'package.json'), 'utf8'));
-    for (const { label, versions, absent, tsconfig, scripts } of sets.flatMap((set) => consumer[set])) {
+    for (const { label, versions, absent, tsconfig, scripts } of sets.flatMap(
+      (set) => consumer[set],
+    )) {
       const title = `${consumer.dir} (${label})`;
-      step(`${title}: npm install`, () => install(app, manifest, { 'herd-guard': `file:${tarball}`, ...versions }));
+      step(`${title}: npm install`, () =>
+        install(app, manifest, { 'herd-guard': `file:${tarball}`, ...versions }),
+      );
       if (absent.length > 0) step(`${title}: not installed`, () => assertAbsent(app, absent));
       step(`${title}: tsc -p ${tsconfig} (skipLibCheck false)`, () => typecheck(app, tsconfig));
       if (scripts.includes('test:redis')) redis ??= await startRedis(work);
       const env = { ...process.env, REDIS_URL: redis?.url };
       if (env.REDIS_URL === undefined) delete env.REDIS_URL;
       for (const script of scripts) {
-        step(`${title}: npm run ${script}`, () => run('npm', ['run', script, '--silent'], { cwd: app, env }));
+        step(`${title}: npm run ${script}`, () =>
+          run('npm', ['run', script, '--silent'], { cwd: app, env }),
+        );
       }
     }
   }
@@ -137,7 +149,9 @@ function parseArguments(args) {
     flags.every((flag) => flag === '--quick' || flag === '--matrix') &&
     only.every((name) => apps.includes(name));
   if (!valid) {
-    throw new Error(`usage: run-consumers.mjs [--quick | --matrix] [${apps.join(' ')}]; got: ${args.join(' ')}`);
+    throw new Error(
+      `usage: run-consumers.mjs [--quick | --matrix] [${apps.join(' ')}]; got: ${args.join(' ')}`,
+    );
   }
   return { sets: flags.length === 0 ? ['quick', 'matrix'] : [flags[0].slice(2)], only };
 }
@@ -150,7 +164,9 @@ function checkTarball(tarball, dir) {
     const { files, maps } = checkUnpackedPackage(join(unpacked, 'package'));
     return `${files} files, ${maps} source maps resolve`;
   });
-  step('attw (are the types wrong)', () => run(bin('attw'), [tarball, '--format', 'table-flipped'], { cwd: ROOT }));
+  step('attw (are the types wrong)', () =>
+    run(bin('attw'), [tarball, '--format', 'table-flipped'], { cwd: ROOT }),
+  );
   step('publint', () => publint(tarball));
 }
 
@@ -158,12 +174,17 @@ function step(title, action) {
   const began = Date.now();
   process.stdout.write(`\n▶ ${title}\n`);
   const detail = action();
-  console.log(`✔ ${title} (${seconds(Date.now() - began)})${typeof detail === 'string' ? `: ${detail}` : ''}`);
+  console.log(
+    `✔ ${title} (${seconds(Date.now() - began)})${typeof detail === 'string' ? `: ${detail}` : ''}`,
+  );
   return detail;
 }
 
 function pack(destination) {
-  const output = run('npm', ['pack', '--json', '--pack-destination', destination], { cwd: ROOT, quiet: true });
+  const output = run('npm', ['pack', '--json', '--pack-destination', destination], {
+    cwd: ROOT,
+    quiet: true,
+  });
   // npm prints the prepare script's output before the JSON report.
   const [{ filename }] = JSON.parse(output.slice(output.indexOf('[\n')));
   return join(destination, filename);
@@ -188,7 +209,9 @@ function install(app, manifest, versions) {
     join(app, 'package.json'),
     `${JSON.stringify({ ...manifest, dependencies, devDependencies }, null, 2)}\n`,
   );
-  run('npm', ['install', '--no-audit', '--no-fund', '--no-package-lock', '--loglevel=error'], { cwd: app });
+  run('npm', ['install', '--no-audit', '--no-fund', '--no-package-lock', '--loglevel=error'], {
+    cwd: app,
+  });
 }
 
 function assertAbsent(app, names) {
@@ -201,7 +224,8 @@ function assertAbsent(app, names) {
       return false;
     }
   });
-  if (present.length > 0) throw new Error(`${present.join(', ')} resolvable from ${app}: the run would prove nothing`);
+  if (present.length > 0)
+    throw new Error(`${present.join(', ')} resolvable from ${app}: the run would prove nothing`);
   return `${names.join(', ')} not installed`;
 }
 
@@ -225,7 +249,9 @@ function run(command, args, { cwd = ROOT, env = process.env, quiet = false } = {
     });
   } catch (error) {
     if (quiet) process.stderr.write(`${error.stdout ?? ''}${error.stderr ?? ''}`);
-    throw new Error(`${command} ${args.join(' ')} failed in ${cwd} (exit ${error.status})`, { cause: error });
+    throw new Error(`${command} ${args.join(' ')} failed in ${cwd} (exit ${error.status})`, {
+      cause: error,
+    });
   }
 }
 
@@ -234,7 +260,18 @@ async function startRedis(dir) {
   const port = await freePort();
   const child = spawn(
     'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const stop = () => child.kill('SIGKILL');
@@ -248,7 +285,11 @@ async function startRedis(dir) {
     child.stdout.on('data', onOutput);
     child.stderr.on('data', onOutput);
     child.once('error', (error) =>
-      reject(new Error(`cannot start redis-server (install it: apt-get install redis-server): ${error.message}`)),
+      reject(
+        new Error(
+          `cannot start redis-server (install it: apt-get install redis-server): ${error.message}`,
+        ),
+      ),
     );
     child.once('exit', (code) => reject(new Error(`redis-server exited with ${code}:\n${log}`)));
   });

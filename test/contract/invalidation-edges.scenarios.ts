@@ -1,5 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { ConfigurationError, type HerdEngine, HerdGuardService, type LoadContext } from '../../lib/index.js';
+import {
+  ConfigurationError,
+  type HerdEngine,
+  HerdGuardService,
+  type LoadContext,
+} from '../../lib/index.js';
 import { deferred, until } from '../helpers/deferred.js';
 import type { ClusterSpec, EngineCluster } from './invalidation.scenarios.js';
 
@@ -8,7 +13,10 @@ import type { ClusterSpec, EngineCluster } from './invalidation.scenarios.js';
  * dependency cycles entered from two sides at once, what a fenced load's loader is told, and
  * warming from several pods at once.
  */
-export function describeInvalidationEdges(name: string, start: (spec: ClusterSpec) => Promise<EngineCluster>): void {
+export function describeInvalidationEdges(
+  name: string,
+  start: (spec: ClusterSpec) => Promise<EngineCluster>,
+): void {
   describe(`${name}: invalidation edges`, () => {
     let cluster: EngineCluster | undefined;
     const launch = async (spec: ClusterSpec): Promise<readonly HerdEngine[]> => {
@@ -41,7 +49,9 @@ export function describeInvalidationEdges(name: string, start: (spec: ClusterSpe
         return `b(${await engine!.getOrLoad('a', () => 'a0')})`;
       });
       const outcomes = await Promise.allSettled([a, b]);
-      const reasons = outcomes.map((outcome) => (outcome.status === 'rejected' ? outcome.reason : outcome.value));
+      const reasons = outcomes.map((outcome) =>
+        outcome.status === 'rejected' ? outcome.reason : outcome.value,
+      );
       expect(reasons.some((reason) => reason instanceof ConfigurationError)).toBe(true);
       expect(reasons.map((reason) => (reason as Error).name)).not.toContain('LoaderTimeoutError');
     });
@@ -98,7 +108,10 @@ export function describeInvalidationEdges(name: string, start: (spec: ClusterSpe
 
     it('takes a slow load over at most once, not again every waitTimeout: the last load is the one stored', async () => {
       // Loads are slower than waitTimeout (well within loaderHardTimeout): the first owner is taken as stuck.
-      const engines = await launch({ count: 3, policy: { soft: '1h', waitTimeout: '100ms', leaseTtl: '100ms' } });
+      const engines = await launch({
+        count: 3,
+        policy: { soft: '1h', waitTimeout: '100ms', leaseTtl: '100ms' },
+      });
       const gates = [deferred<string>(), deferred<string>(), deferred<string>()];
       let loads = 0;
       const loader = (): Promise<string> => gates[Math.min((loads += 1), 3) - 1]!.promise;
@@ -118,12 +131,20 @@ export function describeInvalidationEdges(name: string, start: (spec: ClusterSpe
       await until(() => loads === 1, 5_000, 'the first load');
       // A follower on the second pod waits waitTimeout, then may take the lease over (README: one caller wins).
       const second = readOn(1);
-      await until(() => loads === 2 || settled[1]!, 5_000, 'the second caller to take over or settle');
+      await until(
+        () => loads === 2 || settled[1]!,
+        5_000,
+        'the second caller to take over or settle',
+      );
       const loadsBefore = loads;
       // A follower on the third pod: "the others wait for it".
       const third = readOn(2);
       try {
-        await until(() => settled[2]! || loads > loadsBefore, 5_000, 'the third caller to settle or load');
+        await until(
+          () => settled[2]! || loads > loadsBefore,
+          5_000,
+          'the third caller to settle or load',
+        );
         expect(loads).toBe(loadsBefore);
       } finally {
         gates.forEach((gate, i) => gate.resolve(`v${i + 1}`));

@@ -32,7 +32,10 @@ function row(initial: string) {
 
 async function settled(engines: readonly HerdEngine[]): Promise<void> {
   await until(
-    () => engines.every((engine) => engine.activity().inflight === 0 && engine.activity().pendingStoreOps === 0),
+    () =>
+      engines.every(
+        (engine) => engine.activity().inflight === 0 && engine.activity().pendingStoreOps === 0,
+      ),
     5_000,
     'every engine to be idle',
   );
@@ -42,7 +45,10 @@ async function settled(engines: readonly HerdEngine[]): Promise<void> {
  * What an invalidation guarantees, run against each store: order comes from the store (never a pod's
  * clock), an invalidation fences the loads already running, and derived values follow their inputs.
  */
-export function describeInvalidation(name: string, start: (spec: ClusterSpec) => Promise<EngineCluster>): void {
+export function describeInvalidation(
+  name: string,
+  start: (spec: ClusterSpec) => Promise<EngineCluster>,
+): void {
   describe(`${name}: invalidation always wins`, () => {
     let cluster: EngineCluster | undefined;
     const launch = async (spec: ClusterSpec): Promise<readonly HerdEngine[]> => {
@@ -62,7 +68,10 @@ export function describeInvalidation(name: string, start: (spec: ClusterSpec) =>
       ['on one pod', 1],
       ['across two pods', 2],
     ])('%s', (_label, pods) => {
-      const pick = (engines: readonly HerdEngine[]) => ({ loading: engines[0]!, writer: engines[pods - 1]! });
+      const pick = (engines: readonly HerdEngine[]) => ({
+        loading: engines[0]!,
+        writer: engines[pods - 1]!,
+      });
       /**
        * `loading` loads k from a row that says 'old'; the load is held at `gate` once it has read the
        * row, and the row now says 'new' (the update an invalidation will follow).
@@ -85,8 +94,14 @@ export function describeInvalidation(name: string, start: (spec: ClusterSpec) =>
         await expect(before).resolves.toBe('old');
         await expect(after).resolves.toBe('new');
         await settled(cluster!.engines);
-        await expect(loading.read('k', loader())).resolves.toMatchObject({ value: 'new', path: 'fresh' });
-        await expect(writer.read('k', loader())).resolves.toMatchObject({ value: 'new', path: 'fresh' });
+        await expect(loading.read('k', loader())).resolves.toMatchObject({
+          value: 'new',
+          path: 'fresh',
+        });
+        await expect(writer.read('k', loader())).resolves.toMatchObject({
+          value: 'new',
+          path: 'fresh',
+        });
       });
 
       it('never stores as fresh what a background refresh read before delete()', async () => {
@@ -104,8 +119,14 @@ export function describeInvalidation(name: string, start: (spec: ClusterSpec) =>
         gate.resolve();
         await expect(after).resolves.toMatchObject({ value: 'v2' });
         await settled(cluster!.engines);
-        await expect(loading.read('k', loader())).resolves.toMatchObject({ value: 'v2', path: 'fresh' });
-        await expect(writer.read('k', loader())).resolves.toMatchObject({ value: 'v2', path: 'fresh' });
+        await expect(loading.read('k', loader())).resolves.toMatchObject({
+          value: 'v2',
+          path: 'fresh',
+        });
+        await expect(writer.read('k', loader())).resolves.toMatchObject({
+          value: 'v2',
+          path: 'fresh',
+        });
       });
 
       it('starts a new load on refresh() even while an older load of the key is running', async () => {
@@ -115,7 +136,10 @@ export function describeInvalidation(name: string, start: (spec: ClusterSpec) =>
         gate.resolve();
         await expect(before).resolves.toBe('old');
         await settled(cluster!.engines);
-        await expect(loading.read('k', loader())).resolves.toMatchObject({ value: 'new', path: 'fresh' });
+        await expect(loading.read('k', loader())).resolves.toMatchObject({
+          value: 'new',
+          path: 'fresh',
+        });
       });
 
       it('fences a running load with expire() on a key that is not cached yet', async () => {
@@ -129,7 +153,10 @@ export function describeInvalidation(name: string, start: (spec: ClusterSpec) =>
           expect(read.path === 'fresh' && read.value === 'old').toBe(false);
         }
         await settled(cluster!.engines);
-        await expect(writer.read('k', loader())).resolves.toMatchObject({ value: 'new', path: 'fresh' });
+        await expect(writer.read('k', loader())).resolves.toMatchObject({
+          value: 'new',
+          path: 'fresh',
+        });
       });
 
       it('does not let a load that started before set() overwrite the value set', async () => {
@@ -138,7 +165,10 @@ export function describeInvalidation(name: string, start: (spec: ClusterSpec) =>
         gate.resolve();
         await before;
         await settled(cluster!.engines);
-        await expect(loading.read('k', loader())).resolves.toMatchObject({ value: 'new', path: 'fresh' });
+        await expect(loading.read('k', loader())).resolves.toMatchObject({
+          value: 'new',
+          path: 'fresh',
+        });
         expect(state.loads).toBe(1);
       });
 
@@ -146,17 +176,31 @@ export function describeInvalidation(name: string, start: (spec: ClusterSpec) =>
         const { loading, writer } = pick(await launch({ count: pods, policy: { soft: '1h' } }));
         const { state, loader } = row('alpha');
         const route = (engine: HerdEngine) => () =>
-          engine.read('route:/products/9', async () => ({ name: await engine.getOrLoad('product:9', loader()) }));
-        await expect(route(loading)()).resolves.toMatchObject({ value: { name: 'alpha' }, path: 'miss' });
-        await expect(route(writer)()).resolves.toMatchObject({ value: { name: 'alpha' }, path: 'fresh' });
+          engine.read('route:/products/9', async () => ({
+            name: await engine.getOrLoad('product:9', loader()),
+          }));
+        await expect(route(loading)()).resolves.toMatchObject({
+          value: { name: 'alpha' },
+          path: 'miss',
+        });
+        await expect(route(writer)()).resolves.toMatchObject({
+          value: { name: 'alpha' },
+          path: 'fresh',
+        });
         state.value = 'beta';
         await writer.expire('product:9');
         const first = await route(loading)();
         expect(first.value).toEqual({ name: 'alpha' });
         expect(first.path).toBe('stale');
         await settled(cluster!.engines);
-        await expect(route(loading)()).resolves.toMatchObject({ value: { name: 'beta' }, path: 'fresh' });
-        await expect(route(writer)()).resolves.toMatchObject({ value: { name: 'beta' }, path: 'fresh' });
+        await expect(route(loading)()).resolves.toMatchObject({
+          value: { name: 'beta' },
+          path: 'fresh',
+        });
+        await expect(route(writer)()).resolves.toMatchObject({
+          value: { name: 'beta' },
+          path: 'fresh',
+        });
       });
 
       it('invalidates values derived from a tagged key with expireTag() on that tag', async () => {
@@ -165,22 +209,35 @@ export function describeInvalidation(name: string, start: (spec: ClusterSpec) =>
         const page = (engine: HerdEngine) =>
           engine.read(
             'page:home',
-            async () => `<h1>${await engine.getOrLoad('product:9', loader(), { tags: ['products'] })}</h1>`,
+            async () =>
+              `<h1>${await engine.getOrLoad('product:9', loader(), { tags: ['products'] })}</h1>`,
           );
         await page(loading);
         state.value = 'beta';
         await expect(writer.expireTag('products')).resolves.toBe(1);
-        await expect(page(loading)).resolves.toMatchObject({ value: '<h1>alpha</h1>', path: 'stale' });
+        await expect(page(loading)).resolves.toMatchObject({
+          value: '<h1>alpha</h1>',
+          path: 'stale',
+        });
         await settled(cluster!.engines);
-        await expect(page(writer)).resolves.toMatchObject({ value: '<h1>beta</h1>', path: 'fresh' });
+        await expect(page(writer)).resolves.toMatchObject({
+          value: '<h1>beta</h1>',
+          path: 'fresh',
+        });
       });
 
       it('bounds a derived value by the expiry of what it read', async () => {
         const { loading } = pick(await launch({ count: pods, policy: { soft: '1h' } }));
-        const input = await loading.read('input', () => 'x', { policy: { soft: '1m', hard: '2m', jitter: 0 } });
-        const derived = await loading.read('derived', async () => `${await loading.getOrLoad('input', () => 'y')}!`, {
-          policy: { soft: '1h', hard: '10h' },
+        const input = await loading.read('input', () => 'x', {
+          policy: { soft: '1m', hard: '2m', jitter: 0 },
         });
+        const derived = await loading.read(
+          'derived',
+          async () => `${await loading.getOrLoad('input', () => 'y')}!`,
+          {
+            policy: { soft: '1h', hard: '10h' },
+          },
+        );
         expect(derived.value).toBe('x!');
         expect(derived.softExpireAt).toBeLessThanOrEqual(input.softExpireAt);
         expect(derived.hardExpireAt).toBeLessThanOrEqual(input.hardExpireAt);
@@ -189,21 +246,35 @@ export function describeInvalidation(name: string, start: (spec: ClusterSpec) =>
 
     describe('with pod clocks 5 s apart', () => {
       it('orders writes by when they reached the store, whichever pod is ahead', async () => {
-        const [ahead, behind] = await launch({ count: 2, policy: { soft: '1h' }, clockOffsetsMs: [5_000, 0] });
+        const [ahead, behind] = await launch({
+          count: 2,
+          policy: { soft: '1h' },
+          clockOffsetsMs: [5_000, 0],
+        });
         await ahead!.set('k', 'first');
         await behind!.set('k', 'second');
         for (const engine of [ahead!, behind!]) {
-          await expect(engine.read('k', () => 'loaded')).resolves.toMatchObject({ value: 'second', path: 'fresh' });
+          await expect(engine.read('k', () => 'loaded')).resolves.toMatchObject({
+            value: 'second',
+            path: 'fresh',
+          });
         }
         await behind!.set('k', 'third');
         await ahead!.set('k', 'fourth');
         for (const engine of [ahead!, behind!]) {
-          await expect(engine.read('k', () => 'loaded')).resolves.toMatchObject({ value: 'fourth', path: 'fresh' });
+          await expect(engine.read('k', () => 'loaded')).resolves.toMatchObject({
+            value: 'fourth',
+            path: 'fresh',
+          });
         }
       });
 
       it('reloads a key exactly once after expire(), whichever pod loaded it and whichever expires it', async () => {
-        const engines = await launch({ count: 2, policy: { soft: '1h' }, clockOffsetsMs: [5_000, -5_000] });
+        const engines = await launch({
+          count: 2,
+          policy: { soft: '1h' },
+          clockOffsetsMs: [5_000, -5_000],
+        });
         for (const [loaderPod, expiringPod] of [
           [0, 1],
           [1, 0],
@@ -222,7 +293,10 @@ export function describeInvalidation(name: string, start: (spec: ClusterSpec) =>
           }
           expect(state.loads).toBe(2);
           for (const engine of engines) {
-            await expect(engine.read(key, loader())).resolves.toMatchObject({ value: 'v2', path: 'fresh' });
+            await expect(engine.read(key, loader())).resolves.toMatchObject({
+              value: 'v2',
+              path: 'fresh',
+            });
           }
         }
       });

@@ -18,7 +18,10 @@ afterAll(async () => {
 // Each engine is a pod: its own Redis connections and memory.
 describeInvalidationEdges('Redis store', async ({ count, policy }) => {
   const namespace = `edge${(run += 1)}`;
-  const stores = Array.from({ length: count }, () => new RedisStore({ url: server.url, namespace, nearCache: false }));
+  const stores = Array.from(
+    { length: count },
+    () => new RedisStore({ url: server.url, namespace, nearCache: false }),
+  );
   await Promise.all(stores.map((store) => store.ready(10_000)));
   const engines = stores.map((store) => new HerdEngine({ store, policy }));
   return {

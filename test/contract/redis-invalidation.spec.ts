@@ -18,7 +18,10 @@ afterAll(async () => {
 // Each engine is a pod: its own Redis connections, memory and clock.
 describeInvalidation('Redis store', async ({ count, policy, clockOffsetsMs }) => {
   const namespace = `inv${(run += 1)}`;
-  const stores = Array.from({ length: count }, () => new RedisStore({ url: server.url, namespace, nearCache: false }));
+  const stores = Array.from(
+    { length: count },
+    () => new RedisStore({ url: server.url, namespace, nearCache: false }),
+  );
   await Promise.all(stores.map((store) => store.ready(10_000)));
   const engines = stores.map((store, i) => {
     const offsetMs = clockOffsetsMs?.[i] ?? 0;

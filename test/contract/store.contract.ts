@@ -54,7 +54,16 @@ export function describeStoreContract(name: string, create: () => Promise<StoreF
     });
 
     it('round-trips envelopes of every JSON value, including falsy ones and "not found"', async () => {
-      const values: unknown[] = [{ id: 1, tags: ['a'] }, [1, 2], 'text', 0, false, '', null, undefined];
+      const values: unknown[] = [
+        { id: 1, tags: ['a'] },
+        [1, 2],
+        'text',
+        0,
+        false,
+        '',
+        null,
+        undefined,
+      ];
       for (const [i, value] of values.entries()) {
         const written = entry(value, { tags: ['t'] });
         const version = await store.set(`k${i}`, written);
@@ -65,8 +74,14 @@ export function describeStoreContract(name: string, create: () => Promise<StoreF
     });
 
     it('orders writes by their arrival at the store, never by their timestamps', async () => {
-      const first = await store.set('k', entry('from a pod whose clock is ahead', { createdAt: Date.now() + 5_000 }));
-      const second = await other.set('k', entry('from a pod whose clock is behind', { createdAt: Date.now() - 5_000 }));
+      const first = await store.set(
+        'k',
+        entry('from a pod whose clock is ahead', { createdAt: Date.now() + 5_000 }),
+      );
+      const second = await other.set(
+        'k',
+        entry('from a pod whose clock is behind', { createdAt: Date.now() - 5_000 }),
+      );
       expect(second).toBeGreaterThan(first);
       await expect(read('k')).resolves.toMatchObject({
         entry: { value: 'from a pod whose clock is behind', version: second },
@@ -82,7 +97,8 @@ export function describeStoreContract(name: string, create: () => Promise<StoreF
       versions.push((await store.invalidate('k', 'delete')).version);
       versions.push(await other.set('k', entry('v')));
       versions.push((await read('k', other)).version);
-      for (let i = 1; i < versions.length - 1; i += 1) expect(versions[i]).toBeGreaterThan(versions[i - 1]!);
+      for (let i = 1; i < versions.length - 1; i += 1)
+        expect(versions[i]).toBeGreaterThan(versions[i - 1]!);
       expect(versions.at(-1)).toBe(versions.at(-2));
     });
 
@@ -91,14 +107,18 @@ export function describeStoreContract(name: string, create: () => Promise<StoreF
       try {
         const { lease } = await store.acquireLease('k', 5_000);
         const woken = watch.next(5_000);
-        await expect(store.fill('k', entry('filled', { version: lease!.fence }), lease)).resolves.toBe(true);
+        await expect(
+          store.fill('k', entry('filled', { version: lease!.fence }), lease),
+        ).resolves.toBe(true);
         await expect(woken).resolves.toBe(true);
         await expect(read('k', other)).resolves.toMatchObject({
           entry: { value: 'filled', version: lease!.fence },
           version: lease!.fence,
         });
         // The fill released the lease.
-        await expect(other.acquireLease('k', 5_000).then((attempt) => attempt.lease)).resolves.toBeDefined();
+        await expect(
+          other.acquireLease('k', 5_000).then((attempt) => attempt.lease),
+        ).resolves.toBeDefined();
       } finally {
         watch.close();
       }
@@ -112,9 +132,9 @@ export function describeStoreContract(name: string, create: () => Promise<StoreF
       await store.set('k', entry('before'));
       const { lease } = await store.acquireLease('k', 5_000);
       await change(other);
-      await expect(store.fill('k', entry('read before the change', { version: lease!.fence }), lease)).resolves.toBe(
-        false,
-      );
+      await expect(
+        store.fill('k', entry('read before the change', { version: lease!.fence }), lease),
+      ).resolves.toBe(false);
       const { entry: found } = await read('k');
       expect((found as Entry | undefined)?.value).not.toBe('read before the change');
     });
@@ -123,7 +143,9 @@ export function describeStoreContract(name: string, create: () => Promise<StoreF
       const { lease } = await store.acquireLease('k', 60_000);
       await other.invalidate('k', 'stale');
       await expect(store.extendLease(lease!, 60_000)).resolves.toBe(false);
-      await expect(other.acquireLease('k', 5_000).then((attempt) => attempt.lease)).resolves.toBeDefined();
+      await expect(
+        other.acquireLease('k', 5_000).then((attempt) => attempt.lease),
+      ).resolves.toBeDefined();
     });
 
     it('marks a value stale under a new version without removing it', async () => {
@@ -167,10 +189,9 @@ export function describeStoreContract(name: string, create: () => Promise<StoreF
       // A shorter time to live never cuts a member's deadline.
       await store.addToIndex({ tag: 'products' }, 'p:1', 1);
       await sleep(60);
-      await expect(other.indexMembers({ tag: 'products' }).then((keys) => keys.sort())).resolves.toEqual([
-        'p:1',
-        'p:2',
-      ]);
+      await expect(
+        other.indexMembers({ tag: 'products' }).then((keys) => keys.sort()),
+      ).resolves.toEqual(['p:1', 'p:2']);
       await expect(other.indexMembers({ inputOf: 'p:1' })).resolves.toEqual(['page:home']);
       await expect(store.indexMembers({ inputOf: 'products' })).resolves.toEqual([]);
       await expect(store.indexMembers({ tag: 'nothing' })).resolves.toEqual([]);
@@ -181,7 +202,11 @@ export function describeStoreContract(name: string, create: () => Promise<StoreF
       const hourAgo = Date.now() - 3_600_000;
       await store.set(
         'k',
-        entry('v', { createdAt: hourAgo, softExpireAt: hourAgo + 60_000, hardExpireAt: hourAgo + 600_000 }),
+        entry('v', {
+          createdAt: hourAgo,
+          softExpireAt: hourAgo + 60_000,
+          hardExpireAt: hourAgo + 600_000,
+        }),
       );
       await expect(read('k', other)).resolves.toMatchObject({ entry: { value: 'v' } });
     });
@@ -207,28 +232,35 @@ export function describeStoreContract(name: string, create: () => Promise<StoreF
       expect(taken.lease).toBeDefined();
       expect(taken.lease!.fence).toBeGreaterThan(seen);
       expect(late.lease).toBeUndefined();
-      await expect(store.fill('k', entry('stuck', { version: held.lease!.fence }), held.lease)).resolves.toBe(false);
-      await expect(other.fill('k', entry('taken over', { version: taken.lease!.fence }), taken.lease)).resolves.toBe(
-        true,
-      );
+      await expect(
+        store.fill('k', entry('stuck', { version: held.lease!.fence }), held.lease),
+      ).resolves.toBe(false);
+      await expect(
+        other.fill('k', entry('taken over', { version: taken.lease!.fence }), taken.lease),
+      ).resolves.toBe(true);
       await expect(read('k')).resolves.toMatchObject({ entry: { value: 'taken over' } });
     });
 
     it('stores the value of a holder taken over as stuck while its rescuer holds the lease, under the current version', async () => {
       const held = await store.acquireLease('k', 60_000);
-      const taken = await other.acquireLease('k', 5_000, { takeoverFrom: held.current.version, takeover: 'stuck' });
+      const taken = await other.acquireLease('k', 5_000, {
+        takeoverFrom: held.current.version,
+        takeover: 'stuck',
+      });
       expect(taken.lease).toBeDefined();
       // The slow holder finishes first: its value is stored, the rescuer keeps its lease.
-      await expect(store.fill('k', entry('slow holder', { version: held.lease!.fence }), held.lease)).resolves.toBe(
-        true,
-      );
+      await expect(
+        store.fill('k', entry('slow holder', { version: held.lease!.fence }), held.lease),
+      ).resolves.toBe(true);
       await expect(read('k', other)).resolves.toMatchObject({
         entry: { value: 'slow holder', version: taken.lease!.fence },
         version: taken.lease!.fence,
       });
       await expect(other.extendLease(taken.lease!, 5_000)).resolves.toBe(true);
       // The rescuer's value replaces it.
-      await expect(other.fill('k', entry('rescuer', { version: taken.lease!.fence }), taken.lease)).resolves.toBe(true);
+      await expect(
+        other.fill('k', entry('rescuer', { version: taken.lease!.fence }), taken.lease),
+      ).resolves.toBe(true);
       await expect(read('k')).resolves.toMatchObject({ entry: { value: 'rescuer' } });
     });
 
@@ -239,12 +271,15 @@ export function describeStoreContract(name: string, create: () => Promise<StoreF
         takeover: 'stuck',
       });
       await other.releaseLease(rescuer.lease!);
-      await expect(store.fill('k', entry('late', { version: released.lease!.fence }), released.lease)).resolves.toBe(
-        false,
-      );
+      await expect(
+        store.fill('k', entry('late', { version: released.lease!.fence }), released.lease),
+      ).resolves.toBe(false);
 
       const invalidated = await store.acquireLease('j', 60_000);
-      await other.acquireLease('j', 5_000, { takeoverFrom: invalidated.current.version, takeover: 'stuck' });
+      await other.acquireLease('j', 5_000, {
+        takeoverFrom: invalidated.current.version,
+        takeover: 'stuck',
+      });
       await other.invalidate('j', 'delete');
       await expect(
         store.fill('j', entry('late', { version: invalidated.lease!.fence }), invalidated.lease),
@@ -260,7 +295,9 @@ export function describeStoreContract(name: string, create: () => Promise<StoreF
       await expect(store.acquireLease('k', 5_000)).resolves.toMatchObject({ lease: undefined });
       await expect(store.extendLease(lease!, 5_000)).resolves.toBe(true);
       await store.releaseLease(lease!);
-      await expect(store.acquireLease('k', 5_000).then((attempt) => attempt.lease)).resolves.toBeDefined();
+      await expect(
+        store.acquireLease('k', 5_000).then((attempt) => attempt.lease),
+      ).resolves.toBeDefined();
     });
 
     it('expires a lease whose owner went away, and the expired owner can no longer extend it', async () => {

@@ -10,7 +10,13 @@ import {
   Param,
 } from '@nestjs/common';
 import request from 'supertest';
-import { Cached, ConfigurationError, HerdGuardModule, HerdGuardService, methodCacheKey } from '../../lib/index.js';
+import {
+  Cached,
+  ConfigurationError,
+  HerdGuardModule,
+  HerdGuardService,
+  methodCacheKey,
+} from '../../lib/index.js';
 import { ADAPTERS, startHttpApp } from '../helpers/nest-app.js';
 
 // Two classes with one name, as two feature modules of one app may well have.
@@ -93,7 +99,10 @@ describe.each(ADAPTERS)('@Cached keys on %s', (adapter) => {
   });
 
   it('fails the bootstrap when two providers named alike would share keys, asking for a keyPrefix', async () => {
-    const started = startHttpApp(adapter, appWith(feature('billing', billing), feature('auth', auth)));
+    const started = startHttpApp(
+      adapter,
+      appWith(feature('billing', billing), feature('auth', auth)),
+    );
     await expect(started).rejects.toBeInstanceOf(ConfigurationError);
     await expect(started).rejects.toMatchObject({ field: '@Cached(UsersService.find)' });
     await expect(started).rejects.toThrow(/keyPrefix/);
@@ -105,7 +114,9 @@ describe.each(ADAPTERS)('@Cached keys on %s', (adapter) => {
     const authUser = await request(app.getHttpServer()).get('/auth/users/1');
     expect([billingUser.text, authUser.text]).toEqual(['billing user 1', 'auth user 1']);
     const herd = app.get(HerdGuardService);
-    await expect(herd.peek(methodCacheKey('auth.users.find', ['1']))).resolves.toMatchObject({ value: 'auth user 1' });
+    await expect(herd.peek(methodCacheKey('auth.users.find', ['1']))).resolves.toMatchObject({
+      value: 'auth user 1',
+    });
   });
 
   it('gives two instances of one class from factory providers their own keys, named by their tokens', async () => {
@@ -121,15 +132,23 @@ describe.each(ADAPTERS)('@Cached keys on %s', (adapter) => {
     const eu = await request(app.getHttpServer()).get('/eu/users/1');
     const us = await request(app.getHttpServer()).get('/us/users/1');
     expect([eu.text, us.text]).toEqual(['eu user 1', 'us user 1']);
-    await expect(app.get(HerdGuardService).peek(methodCacheKey('US_USERS.find', ['1']))).resolves.toMatchObject({
+    await expect(
+      app.get(HerdGuardService).peek(methodCacheKey('US_USERS.find', ['1'])),
+    ).resolves.toMatchObject({
       value: 'us user 1',
     });
   });
 
   it('fails the bootstrap when one class is provided twice under its own name', async () => {
-    @Module({ providers: [{ provide: RegionUsers, useFactory: () => new RegionUsers('eu') }], exports: [RegionUsers] })
+    @Module({
+      providers: [{ provide: RegionUsers, useFactory: () => new RegionUsers('eu') }],
+      exports: [RegionUsers],
+    })
     class EuModule {}
-    @Module({ providers: [{ provide: RegionUsers, useFactory: () => new RegionUsers('us') }], exports: [RegionUsers] })
+    @Module({
+      providers: [{ provide: RegionUsers, useFactory: () => new RegionUsers('us') }],
+      exports: [RegionUsers],
+    })
     class UsModule {}
     await expect(startHttpApp(adapter, appWith(EuModule, UsModule))).rejects.toMatchObject({
       field: '@Cached(RegionUsers.find)',
@@ -147,6 +166,8 @@ describe.each(ADAPTERS)('@Cached keys on %s', (adapter) => {
       }
       return t;
     })();
-    await expect(startHttpApp(adapter, appWith(feature('m', minified)))).rejects.toThrow(/keyPrefix/);
+    await expect(startHttpApp(adapter, appWith(feature('m', minified)))).rejects.toThrow(
+      /keyPrefix/,
+    );
   });
 });

@@ -11,7 +11,11 @@ import {
 } from '@nestjs/common';
 import { APP_INTERCEPTOR } from '@nestjs/core';
 import request from 'supertest';
-import { HerdGuardInterceptor, HerdGuardModule, type HerdGuardModuleOptions } from '../../lib/index.js';
+import {
+  HerdGuardInterceptor,
+  HerdGuardModule,
+  type HerdGuardModuleOptions,
+} from '../../lib/index.js';
 import { ADAPTERS, startHttpApp } from '../helpers/nest-app.js';
 
 /** A ConfigService look-alike: values read from the environment by name. */
@@ -28,7 +32,10 @@ class ConfigService {
 
 @Module({
   providers: [
-    { provide: ConfigService, useFactory: () => new ConfigService({ CACHE_SOFT: '45s', CACHE_HARD: '90s' }) },
+    {
+      provide: ConfigService,
+      useFactory: () => new ConfigService({ CACHE_SOFT: '45s', CACHE_HARD: '90s' }),
+    },
   ],
   exports: [ConfigService],
 })
@@ -38,7 +45,8 @@ class ConfigModule {}
 @Injectable()
 class TenantCacheInterceptor extends HerdGuardInterceptor {
   protected override scopeKey(context: ExecutionContext): string | undefined {
-    return context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers['x-tenant'];
+    return context.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>()
+      .headers['x-tenant'];
   }
 }
 
@@ -73,7 +81,11 @@ class ReportController {
       imports: [ConfigModule],
       inject: [ConfigService],
       useFactory: (config: ConfigService): HerdGuardModuleOptions => ({
-        policy: { soft: config.get('CACHE_SOFT') as '45s', hard: config.get('CACHE_HARD') as '90s', jitter: 0 },
+        policy: {
+          soft: config.get('CACHE_SOFT') as '45s',
+          hard: config.get('CACHE_HARD') as '90s',
+          jitter: 0,
+        },
       }),
     }),
   ],

@@ -1,5 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Controller, Get, Injectable, type INestApplication, Module, UseInterceptors } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  Injectable,
+  type INestApplication,
+  Module,
+  UseInterceptors,
+} from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import request from 'supertest';
 import {
@@ -45,7 +52,11 @@ class PricesController {
 }
 
 function appModule(options: HerdGuardModuleOptions) {
-  @Module({ imports: [HerdGuardModule.forRoot(options)], controllers: [PricesController], providers: [Prices] })
+  @Module({
+    imports: [HerdGuardModule.forRoot(options)],
+    controllers: [PricesController],
+    providers: [Prices],
+  })
   class AppModule {}
   return AppModule;
 }
@@ -79,7 +90,9 @@ describe('HerdGuardModule with Redis', () => {
       gate.resolve();
       const all = await responses;
       expect(pods.map((pod) => pod.get(Prices).runs).reduce((sum, runs) => sum + runs)).toBe(1);
-      expect(all.every((response) => response.status === 200 && response.body.eur === 42)).toBe(true);
+      expect(all.every((response) => response.status === 200 && response.body.eur === 42)).toBe(
+        true,
+      );
     } finally {
       await Promise.all(pods.map((pod) => pod.close()));
     }
@@ -87,7 +100,9 @@ describe('HerdGuardModule with Redis', () => {
 
   it('closes the Redis connections it opened on shutdown', async () => {
     const before = await connectedClients();
-    const app = await startContext(appModule({ redis: { url: server.url, namespace: 'e2e-close' } }));
+    const app = await startContext(
+      appModule({ redis: { url: server.url, namespace: 'e2e-close' } }),
+    );
     expect(app.get(HerdGuardService).health().status).toBe('up');
     expect(await connectedClients()).toBeGreaterThan(before);
     await app.close();

@@ -13,7 +13,13 @@ import {
   UseInterceptors,
 } from '@nestjs/common';
 import request from 'supertest';
-import { CachedRoute, HerdGuardInterceptor, HerdGuardModule, HerdGuardService, SkipCache } from '../../lib/index.js';
+import {
+  CachedRoute,
+  HerdGuardInterceptor,
+  HerdGuardModule,
+  HerdGuardService,
+  SkipCache,
+} from '../../lib/index.js';
 import { deferred, sleep, until } from '../helpers/deferred.js';
 import { ADAPTERS, startHttpApp } from '../helpers/nest-app.js';
 
@@ -58,11 +64,16 @@ class ItemsController {
   @Get('greeting')
   @CachedRoute({ vary: ['Accept-Language'] })
   greeting(@Headers('accept-language') language?: string): { text: string; run: number } {
-    return { text: language?.startsWith('de') === true ? 'Hallo' : 'Hello', run: this.catalog.run('greeting') };
+    return {
+      text: language?.startsWith('de') === true ? 'Hallo' : 'Hello',
+      run: this.catalog.run('greeting'),
+    };
   }
 
   @Get('me')
-  @CachedRoute({ scope: (context) => context.switchToHttp().getRequest<Request>().headers['x-user'] })
+  @CachedRoute({
+    scope: (context) => context.switchToHttp().getRequest<Request>().headers['x-user'],
+  })
   me(@Headers('x-user') user?: string): { user: string | undefined; run: number } {
     return { user, run: this.catalog.run('me') };
   }
@@ -150,7 +161,9 @@ describe.each(ADAPTERS)('HerdGuardInterceptor on %s', (adapter) => {
     const all = await responses;
     expect(catalog.runs('list')).toBe(1);
     expect(all.every((response) => response.status === 200)).toBe(true);
-    expect(new Set(all.map((response) => response.text))).toEqual(new Set(['{"page":"2","run":1}']));
+    expect(new Set(all.map((response) => response.text))).toEqual(
+      new Set(['{"page":"2","run":1}']),
+    );
     expect(all.every((response) => response.headers['x-cache'] === 'MISS')).toBe(true);
   });
 
@@ -173,7 +186,10 @@ describe.each(ADAPTERS)('HerdGuardInterceptor on %s', (adapter) => {
 
   it('serves STALE with Age past max-age once the soft TTL passes, and refreshes once in the background', async () => {
     const miss = await http().get('/items/short');
-    expect(miss.headers).toMatchObject({ 'x-cache': 'MISS', 'cache-control': 'max-age=0, stale-while-revalidate=59' });
+    expect(miss.headers).toMatchObject({
+      'x-cache': 'MISS',
+      'cache-control': 'max-age=0, stale-while-revalidate=59',
+    });
     await sleep(350);
     const refreshed = deferred<void>();
     herd.onEvent((event) => {
@@ -252,11 +268,18 @@ describe.each(ADAPTERS)('HerdGuardInterceptor on %s', (adapter) => {
     const english = await http().get('/items/greeting').set('Accept-Language', 'en');
     const german = await http().get('/items/greeting').set('Accept-Language', 'de');
     const englishAgain = await http().get('/items/greeting').set('Accept-Language', 'en');
-    expect([english.body.text, german.body.text, englishAgain.body.text]).toEqual(['Hello', 'Hallo', 'Hello']);
+    expect([english.body.text, german.body.text, englishAgain.body.text]).toEqual([
+      'Hello',
+      'Hallo',
+      'Hello',
+    ]);
     expect([german.headers['x-cache'], englishAgain.headers['x-cache']]).toEqual(['MISS', 'HIT']);
     expect(english.headers['vary']).toMatch(/accept-language/i);
     // Headers not declared do not split the entry.
-    const otherHeader = await http().get('/items/greeting').set('Accept-Language', 'en').set('X-Trace', '1');
+    const otherHeader = await http()
+      .get('/items/greeting')
+      .set('Accept-Language', 'en')
+      .set('X-Trace', '1');
     expect(otherHeader.headers['x-cache']).toBe('HIT');
     expect(catalog.runs('greeting')).toBe(2);
   });
@@ -280,7 +303,9 @@ describe.each(ADAPTERS)('HerdGuardInterceptor on %s', (adapter) => {
   });
 
   it('sends a stream from a Promise-returning handler to concurrent requests, each its own', async () => {
-    const responses = await Promise.all(Array.from({ length: 5 }, () => http().get('/items/file-later').buffer(true)));
+    const responses = await Promise.all(
+      Array.from({ length: 5 }, () => http().get('/items/file-later').buffer(true)),
+    );
     const bodies = responses.map((response) => Buffer.from(response.body as Buffer).toString());
     expect(responses.every((response) => response.status === 200)).toBe(true);
     expect(bodies.every((body) => /^late file \d$/.test(body))).toBe(true);

@@ -17,7 +17,13 @@ import {
 import { Registry } from 'prom-client';
 import { type Observable, map } from 'rxjs';
 import request from 'supertest';
-import { Cached, CachedRoute, HerdGuardInterceptor, HerdGuardModule, SkipCache } from '../../lib/index.js';
+import {
+  Cached,
+  CachedRoute,
+  HerdGuardInterceptor,
+  HerdGuardModule,
+  SkipCache,
+} from '../../lib/index.js';
 import { ADAPTERS, startHttpApp } from '../helpers/nest-app.js';
 import { parsePrometheusText, sampleValue } from '../helpers/prometheus-text.js';
 
@@ -132,7 +138,9 @@ class OpsController {
 }
 
 @Module({
-  imports: [HerdGuardModule.forRoot({ logging: logger, metrics: { registry }, policy: { jitter: 0 } })],
+  imports: [
+    HerdGuardModule.forRoot({ logging: logger, metrics: { registry }, policy: { jitter: 0 } }),
+  ],
   controllers: [ProductsController, LookupController, PlainController, OpsController],
   providers: [ProductsService, NotFoundOnNull],
 })
@@ -142,7 +150,9 @@ describe.each(ADAPTERS)('errors read right on %s', (adapter) => {
   let app: INestApplication;
   const http = () => request(app.getHttpServer());
   const loaderErrors = async (): Promise<number> =>
-    sampleValue(parsePrometheusText(await registry.metrics()), 'herd_guard_loader_errors_total', { trigger: 'miss' });
+    sampleValue(parsePrometheusText(await registry.metrics()), 'herd_guard_loader_errors_total', {
+      trigger: 'miss',
+    });
 
   beforeEach(async () => {
     logger.lines.length = 0;

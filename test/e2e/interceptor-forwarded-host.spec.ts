@@ -28,14 +28,19 @@ class AppModule {}
 async function startBehindProxy(adapter: AdapterName): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
   if (adapter === 'express') {
-    const app = moduleRef.createNestApplication<NestExpressApplication>(new ExpressAdapter(), { logger: false });
+    const app = moduleRef.createNestApplication<NestExpressApplication>(new ExpressAdapter(), {
+      logger: false,
+    });
     app.set('trust proxy', true);
     await app.listen(0, '127.0.0.1');
     return app;
   }
-  const app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter({ trustProxy: true }), {
-    logger: false,
-  });
+  const app = moduleRef.createNestApplication<NestFastifyApplication>(
+    new FastifyAdapter({ trustProxy: true }),
+    {
+      logger: false,
+    },
+  );
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
   await app.listen(0, '127.0.0.1');
@@ -55,10 +60,23 @@ describe.each(ADAPTERS)('HerdGuardInterceptor keys behind a trusted proxy on %s'
   });
 
   it('never answers one forwarded host with the page built for another that came through the same upstream Host', async () => {
-    const a = await http().get('/home').set('Host', 'app.internal:3000').set('X-Forwarded-Host', 'a.example.com');
-    const b = await http().get('/home').set('Host', 'app.internal:3000').set('X-Forwarded-Host', 'b.example.com');
-    const again = await http().get('/home').set('Host', 'app.internal:3000').set('X-Forwarded-Host', 'a.example.com');
-    expect([a.body.site, b.body.site, again.body.site]).toEqual(['a.example.com', 'b.example.com', 'a.example.com']);
+    const a = await http()
+      .get('/home')
+      .set('Host', 'app.internal:3000')
+      .set('X-Forwarded-Host', 'a.example.com');
+    const b = await http()
+      .get('/home')
+      .set('Host', 'app.internal:3000')
+      .set('X-Forwarded-Host', 'b.example.com');
+    const again = await http()
+      .get('/home')
+      .set('Host', 'app.internal:3000')
+      .set('X-Forwarded-Host', 'a.example.com');
+    expect([a.body.site, b.body.site, again.body.site]).toEqual([
+      'a.example.com',
+      'b.example.com',
+      'a.example.com',
+    ]);
     expect(again.headers['x-cache']).toBe('HIT');
   });
 });

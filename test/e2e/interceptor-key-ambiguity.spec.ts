@@ -1,6 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { connect, type AddressInfo } from 'node:net';
-import { Controller, Get, Headers, type INestApplication, Module, Query, Req } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  Headers,
+  type INestApplication,
+  Module,
+  Query,
+  Req,
+} from '@nestjs/common';
 import { APP_INTERCEPTOR } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import request from 'supertest';
@@ -17,7 +25,10 @@ class SiteController {
 
   /** A CMS-style catch-all: the page for the host and path asked for. */
   @Get('*')
-  page(@Headers('host') host: string | undefined, @Req() incoming: { url: string }): { site: string; url: string } {
+  page(
+    @Headers('host') host: string | undefined,
+    @Req() incoming: { url: string },
+  ): { site: string; url: string } {
     return { site: host ?? 'no site', url: incoming.url };
   }
 }
@@ -48,37 +59,40 @@ function rawRequest(app: INestApplication, text: string): Promise<string> {
   });
 }
 
-describe.each(ADAPTERS)('HerdGuardInterceptor keys tell apart requests the handler tells apart on %s', (adapter) => {
-  let app: INestApplication;
-  const http = () => request(app.getHttpServer());
+describe.each(ADAPTERS)(
+  'HerdGuardInterceptor keys tell apart requests the handler tells apart on %s',
+  (adapter) => {
+    let app: INestApplication;
+    const http = () => request(app.getHttpServer());
 
-  beforeEach(async () => {
-    app = await startHttpApp(adapter, AppModule, configure(adapter));
-  });
+    beforeEach(async () => {
+      app = await startHttpApp(adapter, AppModule, configure(adapter));
+    });
 
-  afterEach(async () => {
-    await app.close();
-  });
+    afterEach(async () => {
+      await app.close();
+    });
 
-  it("never answers a site's page from a request that had no Host and a path naming that site", async () => {
-    const planted = await rawRequest(app, 'GET //shop.example.com/home HTTP/1.0\r\n\r\n');
-    expect(planted).toMatch(/^HTTP\/1\.1 200/);
-    const visitor = await http().get('/home').set('Host', 'shop.example.com');
-    expect(visitor.body).toEqual({ site: 'shop.example.com', url: '/home' });
-  });
+    it("never answers a site's page from a request that had no Host and a path naming that site", async () => {
+      const planted = await rawRequest(app, 'GET //shop.example.com/home HTTP/1.0\r\n\r\n');
+      expect(planted).toMatch(/^HTTP\/1\.1 200/);
+      const visitor = await http().get('/home').set('Host', 'shop.example.com');
+      expect(visitor.body).toEqual({ site: 'shop.example.com', url: '/home' });
+    });
 
-  it('never answers a request for one host with the page built for another port of it', async () => {
-    // A handler that builds absolute links reads the Host header, port included.
-    await http().get('/home').set('Host', 'shop.example.com:1337');
-    const visitor = await http().get('/home').set('Host', 'shop.example.com');
-    expect(visitor.body.site).toBe('shop.example.com');
-  });
+    it('never answers a request for one host with the page built for another port of it', async () => {
+      // A handler that builds absolute links reads the Host header, port included.
+      await http().get('/home').set('Host', 'shop.example.com:1337');
+      const visitor = await http().get('/home').set('Host', 'shop.example.com');
+      expect(visitor.body.site).toBe('shop.example.com');
+    });
 
-  it('never answers a query with bytes that are not UTF-8 from the entry of another such query', async () => {
-    // Latin-1 forms send é as %E9 and è as %E8; the handler reads each as it came.
-    const first = await http().get('/search?q=caf%E9');
-    const second = await http().get('/search?q=caf%E8');
-    expect(first.body.term).toBe('caf%E9');
-    expect(second.body.term).toBe('caf%E8');
-  });
-});
+    it('never answers a query with bytes that are not UTF-8 from the entry of another such query', async () => {
+      // Latin-1 forms send é as %E9 and è as %E8; the handler reads each as it came.
+      const first = await http().get('/search?q=caf%E9');
+      const second = await http().get('/search?q=caf%E8');
+      expect(first.body.term).toBe('caf%E9');
+      expect(second.body.term).toBe('caf%E8');
+    });
+  },
+);

@@ -1,5 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { Controller, Get, Header, Headers, type INestApplication, Module, Res } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  Header,
+  Headers,
+  type INestApplication,
+  Module,
+  Res,
+} from '@nestjs/common';
 import { APP_INTERCEPTOR, HttpAdapterHost } from '@nestjs/core';
 import request from 'supertest';
 import { CachedRoute, HerdGuardInterceptor, HerdGuardModule } from '../../lib/index.js';
@@ -30,7 +38,9 @@ class AccountController {
   }
 
   @Get('feed')
-  @CachedRoute({ scope: (context) => context.switchToHttp().getRequest<Request>().headers['authorization'] })
+  @CachedRoute({
+    scope: (context) => context.switchToHttp().getRequest<Request>().headers['authorization'],
+  })
   feed(@Headers('authorization') authorization?: string): { user: string; run: number } {
     return { user: caller(authorization), run: this.runs.next('feed') };
   }
@@ -42,7 +52,10 @@ class AccountController {
   }
 
   @Get('written/:directive')
-  written(@Res({ passthrough: true }) response: unknown, @Headers('x-directive') directive?: string): { run: number } {
+  written(
+    @Res({ passthrough: true }) response: unknown,
+    @Headers('x-directive') directive?: string,
+  ): { run: number } {
     this.adapterHost.httpAdapter.setHeader(response, 'Cache-Control', directive ?? 'no-store');
     return { run: this.runs.next(`written:${directive}`) };
   }
@@ -117,7 +130,10 @@ describe.each(ADAPTERS)('HerdGuardInterceptor keeps private responses private on
     const tenantA = await http().get('/me').set('Host', 'tenant-a.example.com');
     const tenantB = await http().get('/me').set('Host', 'tenant-b.example.com');
     const tenantAAgain = await http().get('/me').set('Host', 'tenant-a.example.com');
-    expect([tenantA.body.host, tenantB.body.host]).toEqual(['tenant-a.example.com', 'tenant-b.example.com']);
+    expect([tenantA.body.host, tenantB.body.host]).toEqual([
+      'tenant-a.example.com',
+      'tenant-b.example.com',
+    ]);
     expect([tenantB.headers['x-cache'], tenantAAgain.headers['x-cache']]).toEqual(['MISS', 'HIT']);
     expect(runs.of('me')).toBe(2);
   });
@@ -126,7 +142,11 @@ describe.each(ADAPTERS)('HerdGuardInterceptor keeps private responses private on
     const alice = await http().get('/feed').set('Authorization', 'alice');
     const bob = await http().get('/feed').set('Authorization', 'bob');
     const aliceAgain = await http().get('/feed').set('Authorization', 'alice');
-    expect([alice.body.user, bob.body.user, aliceAgain.body.user]).toEqual(['alice', 'bob', 'alice']);
+    expect([alice.body.user, bob.body.user, aliceAgain.body.user]).toEqual([
+      'alice',
+      'bob',
+      'alice',
+    ]);
     expect([bob.headers['x-cache'], aliceAgain.headers['x-cache']]).toEqual(['MISS', 'HIT']);
     expect(aliceAgain.headers['cache-control']).toMatch(/^private, max-age=30/);
     expect(runs.of('feed')).toBe(2);

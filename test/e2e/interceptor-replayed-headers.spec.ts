@@ -27,7 +27,10 @@ class OrdersController {
 
   /** A handler that says a shared cache must not reuse its response without asking again. */
   @Get('revalidate/:name')
-  revalidate(@Param('name') name: string, @Res({ passthrough: true }) response: unknown): { run: number } {
+  revalidate(
+    @Param('name') name: string,
+    @Res({ passthrough: true }) response: unknown,
+  ): { run: number } {
     this.adapterHost.httpAdapter.setHeader(response, 'Cache-Control', DIRECTIVES[name]!);
     return { run: this.runs.next(name) };
   }
@@ -40,33 +43,36 @@ class OrdersController {
 })
 class AppModule {}
 
-describe.each(ADAPTERS)("HerdGuardInterceptor replays what the handler's headers say on %s", (adapter) => {
-  let app: INestApplication;
-  const http = () => request(app.getHttpServer());
+describe.each(ADAPTERS)(
+  "HerdGuardInterceptor replays what the handler's headers say on %s",
+  (adapter) => {
+    let app: INestApplication;
+    const http = () => request(app.getHttpServer());
 
-  beforeEach(async () => {
-    app = await startHttpApp(adapter, AppModule);
-  });
+    beforeEach(async () => {
+      app = await startHttpApp(adapter, AppModule);
+    });
 
-  afterEach(async () => {
-    await app.close();
-  });
+    afterEach(async () => {
+      await app.close();
+    });
 
-  it('replays a header the handler set about its body (X-Total-Count) with the cached body', async () => {
-    const miss = await http().get('/orders');
-    const hit = await http().get('/orders');
-    expect(miss.headers['x-total-count']).toBe('42');
-    expect(hit.headers['x-cache']).toBe('HIT');
-    expect(hit.headers['x-total-count']).toBe('42');
-  });
+    it('replays a header the handler set about its body (X-Total-Count) with the cached body', async () => {
+      const miss = await http().get('/orders');
+      const hit = await http().get('/orders');
+      expect(miss.headers['x-total-count']).toBe('42');
+      expect(hit.headers['x-cache']).toBe('HIT');
+      expect(hit.headers['x-total-count']).toBe('42');
+    });
 
-  it.each(Object.entries(DIRECTIVES))(
-    'never answers from the cache a response whose handler wrote Cache-Control for no shared reuse (%s: %s)',
-    async (name) => {
-      const first = await http().get(`/revalidate/${name}`);
-      const second = await http().get(`/revalidate/${name}`);
-      expect([first.body.run, second.body.run]).toEqual([1, 2]);
-      expect(second.headers['x-cache']).not.toBe('HIT');
-    },
-  );
-});
+    it.each(Object.entries(DIRECTIVES))(
+      'never answers from the cache a response whose handler wrote Cache-Control for no shared reuse (%s: %s)',
+      async (name) => {
+        const first = await http().get(`/revalidate/${name}`);
+        const second = await http().get(`/revalidate/${name}`);
+        expect([first.body.run, second.body.run]).toEqual([1, 2]);
+        expect(second.headers['x-cache']).not.toBe('HIT');
+      },
+    );
+  },
+);

@@ -1,5 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { Controller, Get, Header, Headers, type INestApplication, Module, Res } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  Header,
+  Headers,
+  type INestApplication,
+  Module,
+  Res,
+} from '@nestjs/common';
 import { APP_INTERCEPTOR, HttpAdapterHost } from '@nestjs/core';
 import request from 'supertest';
 import { HerdGuardInterceptor, HerdGuardModule } from '../../lib/index.js';
@@ -21,7 +29,10 @@ class GreetingController {
   @Get('greeting')
   @Header('Vary', 'Accept-Language')
   greeting(@Headers('accept-language') language?: string): { text: string; run: number } {
-    return { text: language?.startsWith('de') === true ? 'Hallo' : 'Hello', run: this.runs.next('greeting') };
+    return {
+      text: language?.startsWith('de') === true ? 'Hallo' : 'Hello',
+      run: this.runs.next('greeting'),
+    };
   }
 
   @Get('negotiated')
@@ -48,56 +59,59 @@ class GreetingController {
 })
 class AppModule {}
 
-describe.each(ADAPTERS)('HerdGuardInterceptor honours the Vary header a handler sends on %s', (adapter) => {
-  let app: INestApplication;
-  const http = () => request(app.getHttpServer());
+describe.each(ADAPTERS)(
+  'HerdGuardInterceptor honours the Vary header a handler sends on %s',
+  (adapter) => {
+    let app: INestApplication;
+    const http = () => request(app.getHttpServer());
 
-  beforeEach(async () => {
-    app = await startHttpApp(adapter, AppModule);
-  });
+    beforeEach(async () => {
+      app = await startHttpApp(adapter, AppModule);
+    });
 
-  afterEach(async () => {
-    await app.close();
-  });
+    afterEach(async () => {
+      await app.close();
+    });
 
-  it('never answers an English request with the German response of a route declared with @Header("Vary", "Accept-Language")', async () => {
-    const german = await http().get('/greeting').set('Accept-Language', 'de-DE');
-    const english = await http().get('/greeting').set('Accept-Language', 'en-GB');
-    expect(german.body.text).toBe('Hallo');
-    expect(english.body.text).toBe('Hello');
-  });
+    it('never answers an English request with the German response of a route declared with @Header("Vary", "Accept-Language")', async () => {
+      const german = await http().get('/greeting').set('Accept-Language', 'de-DE');
+      const english = await http().get('/greeting').set('Accept-Language', 'en-GB');
+      expect(german.body.text).toBe('Hallo');
+      expect(english.body.text).toBe('Hello');
+    });
 
-  it('never answers a request with another value of a header the handler listed in Vary with the first response', async () => {
-    const pro = await http().get('/negotiated').set('X-Tenant-Plan', 'pro');
-    const free = await http().get('/negotiated').set('X-Tenant-Plan', 'free');
-    expect(pro.body.plan).toBe('pro');
-    expect(free.body.plan).toBe('free');
-  });
+    it('never answers a request with another value of a header the handler listed in Vary with the first response', async () => {
+      const pro = await http().get('/negotiated').set('X-Tenant-Plan', 'pro');
+      const free = await http().get('/negotiated').set('X-Tenant-Plan', 'free');
+      expect(pro.body.plan).toBe('pro');
+      expect(free.body.plan).toBe('free');
+    });
 
-  it('never serves a response sent with Vary: * from the cache', async () => {
-    const first = await http().get('/unique');
-    const second = await http().get('/unique');
-    expect([first.body.run, second.body.run]).toEqual([1, 2]);
-    expect(second.headers['x-cache']).not.toBe('HIT');
-  });
+    it('never serves a response sent with Vary: * from the cache', async () => {
+      const first = await http().get('/unique');
+      const second = await http().get('/unique');
+      expect([first.body.run, second.body.run]).toEqual([1, 2]);
+      expect(second.headers['x-cache']).not.toBe('HIT');
+    });
 
-  it('still answers from the cache a request whose listed headers match, and says which headers it varies by', async () => {
-    await http().get('/greeting').set('Accept-Language', 'de-DE');
-    const german = await http().get('/greeting').set('Accept-Language', 'de-DE');
-    expect(german.headers['x-cache']).toBe('HIT');
-    expect(german.body).toEqual({ text: 'Hallo', run: 1 });
-    expect(german.headers['vary']).toMatch(/^accept-language$/i);
+    it('still answers from the cache a request whose listed headers match, and says which headers it varies by', async () => {
+      await http().get('/greeting').set('Accept-Language', 'de-DE');
+      const german = await http().get('/greeting').set('Accept-Language', 'de-DE');
+      expect(german.headers['x-cache']).toBe('HIT');
+      expect(german.body).toEqual({ text: 'Hallo', run: 1 });
+      expect(german.headers['vary']).toMatch(/^accept-language$/i);
 
-    // The first run shows the handler varies by X-Tenant-Plan; from then on each plan has its own entry.
-    const runs = [];
-    for (const plan of ['pro', 'pro', 'pro', 'free', 'pro']) {
-      const response = await http().get('/negotiated').set('X-Tenant-Plan', plan);
-      expect(response.body.plan).toBe(plan);
-      runs.push(response.body.run);
-    }
-    expect(runs).toEqual([1, 2, 2, 3, 2]);
-    const hit = await http().get('/negotiated').set('X-Tenant-Plan', 'free');
-    expect(hit.headers['x-cache']).toBe('HIT');
-    expect(hit.headers['vary']).toMatch(/^x-tenant-plan$/i);
-  });
-});
+      // The first run shows the handler varies by X-Tenant-Plan; from then on each plan has its own entry.
+      const runs = [];
+      for (const plan of ['pro', 'pro', 'pro', 'free', 'pro']) {
+        const response = await http().get('/negotiated').set('X-Tenant-Plan', plan);
+        expect(response.body.plan).toBe(plan);
+        runs.push(response.body.run);
+      }
+      expect(runs).toEqual([1, 2, 2, 3, 2]);
+      const hit = await http().get('/negotiated').set('X-Tenant-Plan', 'free');
+      expect(hit.headers['x-cache']).toBe('HIT');
+      expect(hit.headers['vary']).toMatch(/^x-tenant-plan$/i);
+    });
+  },
+);

@@ -19,7 +19,12 @@ import {
 import { HttpAdapterHost } from '@nestjs/core';
 import { type Observable, map, tap } from 'rxjs';
 import request from 'supertest';
-import { CachedRoute, HerdGuardInterceptor, HerdGuardModule, HerdGuardService } from '../../lib/index.js';
+import {
+  CachedRoute,
+  HerdGuardInterceptor,
+  HerdGuardModule,
+  HerdGuardService,
+} from '../../lib/index.js';
 import { deferred } from '../helpers/deferred.js';
 import { ADAPTERS, startHttpApp } from '../helpers/nest-app.js';
 import { Runs } from '../helpers/runs.js';
@@ -45,7 +50,8 @@ class NotFoundStatus implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     return next.handle().pipe(
       tap((body: { found?: boolean }) => {
-        if (body.found === false) this.adapterHost.httpAdapter.status(context.switchToHttp().getResponse(), 404);
+        if (body.found === false)
+          this.adapterHost.httpAdapter.status(context.switchToHttp().getResponse(), 404);
       }),
     );
   }
@@ -61,7 +67,10 @@ class PagesController {
 
   /** Answers with a status of its own, set on the response (404, 503, 202…) on the first run only. */
   @Get('status/:code')
-  status(@Param('code') code: string, @Res({ passthrough: true }) response: unknown): { code: string; run: number } {
+  status(
+    @Param('code') code: string,
+    @Res({ passthrough: true }) response: unknown,
+  ): { code: string; run: number } {
     const run = this.runs.next(`status:${code}`);
     if (run === 1) this.adapterHost.httpAdapter.status(response, Number(code));
     return { code, run };
@@ -167,105 +176,108 @@ class AppModule {}
 })
 class SitesModule {}
 
-describe.each(ADAPTERS)('HerdGuardInterceptor replays statuses and tells handlers apart on %s', (adapter) => {
-  let app: INestApplication;
-  let runs: Runs;
-  let herd: HerdGuardService;
-  const http = () => request(app.getHttpServer());
+describe.each(ADAPTERS)(
+  'HerdGuardInterceptor replays statuses and tells handlers apart on %s',
+  (adapter) => {
+    let app: INestApplication;
+    let runs: Runs;
+    let herd: HerdGuardService;
+    const http = () => request(app.getHttpServer());
 
-  beforeEach(async () => {
-    app = await startHttpApp(adapter, AppModule, (created) =>
-      created.enableVersioning({ type: VersioningType.HEADER, header: 'X-API-Version' }),
-    );
-    runs = app.get(Runs);
-    herd = app.get(HerdGuardService);
-  });
-
-  afterEach(async () => {
-    await app.close();
-  });
-
-  it('replays a 404 set on the response as a 404, with its body', async () => {
-    const miss = await http().get('/pages/status/404');
-    const hit = await http().get('/pages/status/404');
-    expect([miss.status, hit.status]).toEqual([404, 404]);
-    expect(hit.headers['x-cache']).toBe('HIT');
-    expect(hit.body).toEqual({ code: '404', run: 1 });
-  });
-
-  it('refreshes an entry whose status the handler set once expired, with the status the handler sets now', async () => {
-    expect((await http().get('/pages/appears')).status).toBe(404);
-    await herd.expireTag('appears');
-    const refreshed = await http().get('/pages/appears');
-    expect(refreshed.status).toBe(200);
-    expect(refreshed.body).toEqual({ found: true });
-    const hit = await http().get('/pages/appears');
-    expect([hit.status, hit.headers['x-cache']]).toEqual([200, 'HIT']);
-    expect(runs.of('appears')).toBe(2);
-  });
-
-  it('refreshes a stale 404 in the background with the status of the new run, not the one replayed', async () => {
-    expect((await http().get('/pages/emerges')).status).toBe(404);
-    await herd.expireTag('emerges');
-    const refreshed = deferred<void>();
-    herd.onEvent((event) => {
-      if (event.type === 'load-ok' && event.background) refreshed.resolve();
+    beforeEach(async () => {
+      app = await startHttpApp(adapter, AppModule, (created) =>
+        created.enableVersioning({ type: VersioningType.HEADER, header: 'X-API-Version' }),
+      );
+      runs = app.get(Runs);
+      herd = app.get(HerdGuardService);
     });
-    const stale = await http().get('/pages/emerges');
-    expect([stale.status, stale.headers['x-cache']]).toEqual([404, 'STALE']);
-    await refreshed.promise;
-    const hit = await http().get('/pages/emerges');
-    expect([hit.status, hit.headers['x-cache'], hit.body]).toEqual([200, 'HIT', { found: true }]);
-  });
 
-  it('replays a 410 set with @HttpCode as a 410', async () => {
-    await http().get('/pages/gone');
-    const hit = await http().get('/pages/gone');
-    expect(hit.status).toBe(410);
-    expect(hit.headers['x-cache']).toBe('HIT');
-    expect(runs.of('gone')).toBe(1);
-  });
+    afterEach(async () => {
+      await app.close();
+    });
 
-  it('replays a 204 with no body as a 204', async () => {
-    await http().get('/pages/empty');
-    const hit = await http().get('/pages/empty');
-    expect(hit.status).toBe(204);
-    expect(hit.headers['x-cache']).toBe('HIT');
-    expect(runs.of('empty')).toBe(1);
-  });
+    it('replays a 404 set on the response as a 404, with its body', async () => {
+      const miss = await http().get('/pages/status/404');
+      const hit = await http().get('/pages/status/404');
+      expect([miss.status, hit.status]).toEqual([404, 404]);
+      expect(hit.headers['x-cache']).toBe('HIT');
+      expect(hit.body).toEqual({ code: '404', run: 1 });
+    });
 
-  it.each([503, 500, 202, 302])(
-    'never stores a %s set on the response: the next request runs the handler',
-    async (code) => {
-      const first = await http().get(`/pages/status/${code}`).redirects(0);
-      expect(first.status).toBe(code);
-      expect(first.headers['x-cache']).toBeUndefined();
-      const second = await http().get(`/pages/status/${code}`);
-      expect(second.status).toBe(200);
-      expect(second.body.run).toBe(2);
-      const third = await http().get(`/pages/status/${code}`);
-      expect(third.headers['x-cache']).toBe('HIT');
-      expect(runs.of(`status:${code}`)).toBe(2);
-    },
-  );
+    it('refreshes an entry whose status the handler set once expired, with the status the handler sets now', async () => {
+      expect((await http().get('/pages/appears')).status).toBe(404);
+      await herd.expireTag('appears');
+      const refreshed = await http().get('/pages/appears');
+      expect(refreshed.status).toBe(200);
+      expect(refreshed.body).toEqual({ found: true });
+      const hit = await http().get('/pages/appears');
+      expect([hit.status, hit.headers['x-cache']]).toEqual([200, 'HIT']);
+      expect(runs.of('appears')).toBe(2);
+    });
 
-  it('keeps caching a null body as "not found" for negativeTtl, answered 404 by the interceptor outside', async () => {
-    const first = await http().get('/lookup/2');
-    const second = await http().get('/lookup/2');
-    expect([first.status, second.status]).toEqual([404, 404]);
-    expect(runs.of('lookup')).toBe(1);
-    expect(herd.stats().reads.negative).toBe(1);
-  });
+    it('refreshes a stale 404 in the background with the status of the new run, not the one replayed', async () => {
+      expect((await http().get('/pages/emerges')).status).toBe(404);
+      await herd.expireTag('emerges');
+      const refreshed = deferred<void>();
+      herd.onEvent((event) => {
+        if (event.type === 'load-ok' && event.background) refreshed.resolve();
+      });
+      const stale = await http().get('/pages/emerges');
+      expect([stale.status, stale.headers['x-cache']]).toEqual([404, 'STALE']);
+      await refreshed.promise;
+      const hit = await http().get('/pages/emerges');
+      expect([hit.status, hit.headers['x-cache'], hit.body]).toEqual([200, 'HIT', { found: true }]);
+    });
 
-  it('gives the v2 handler its own entry when header versioning routes one URL to two handlers', async () => {
-    const v1 = await http().get('/items').set('X-API-Version', '1');
-    const v2 = await http().get('/items').set('X-API-Version', '2');
-    const v2Again = await http().get('/items').set('X-API-Version', '2');
-    expect([v1.body.version, v2.body.version, v2Again.body.version]).toEqual([1, 2, 2]);
-    expect([v2.headers['x-cache'], v2Again.headers['x-cache']]).toEqual(['MISS', 'HIT']);
-    expect([runs.of('v1'), runs.of('v2')]).toEqual([1, 1]);
-  });
-});
+    it('replays a 410 set with @HttpCode as a 410', async () => {
+      await http().get('/pages/gone');
+      const hit = await http().get('/pages/gone');
+      expect(hit.status).toBe(410);
+      expect(hit.headers['x-cache']).toBe('HIT');
+      expect(runs.of('gone')).toBe(1);
+    });
+
+    it('replays a 204 with no body as a 204', async () => {
+      await http().get('/pages/empty');
+      const hit = await http().get('/pages/empty');
+      expect(hit.status).toBe(204);
+      expect(hit.headers['x-cache']).toBe('HIT');
+      expect(runs.of('empty')).toBe(1);
+    });
+
+    it.each([503, 500, 202, 302])(
+      'never stores a %s set on the response: the next request runs the handler',
+      async (code) => {
+        const first = await http().get(`/pages/status/${code}`).redirects(0);
+        expect(first.status).toBe(code);
+        expect(first.headers['x-cache']).toBeUndefined();
+        const second = await http().get(`/pages/status/${code}`);
+        expect(second.status).toBe(200);
+        expect(second.body.run).toBe(2);
+        const third = await http().get(`/pages/status/${code}`);
+        expect(third.headers['x-cache']).toBe('HIT');
+        expect(runs.of(`status:${code}`)).toBe(2);
+      },
+    );
+
+    it('keeps caching a null body as "not found" for negativeTtl, answered 404 by the interceptor outside', async () => {
+      const first = await http().get('/lookup/2');
+      const second = await http().get('/lookup/2');
+      expect([first.status, second.status]).toEqual([404, 404]);
+      expect(runs.of('lookup')).toBe(1);
+      expect(herd.stats().reads.negative).toBe(1);
+    });
+
+    it('gives the v2 handler its own entry when header versioning routes one URL to two handlers', async () => {
+      const v1 = await http().get('/items').set('X-API-Version', '1');
+      const v2 = await http().get('/items').set('X-API-Version', '2');
+      const v2Again = await http().get('/items').set('X-API-Version', '2');
+      expect([v1.body.version, v2.body.version, v2Again.body.version]).toEqual([1, 2, 2]);
+      expect([v2.headers['x-cache'], v2Again.headers['x-cache']]).toEqual(['MISS', 'HIT']);
+      expect([runs.of('v1'), runs.of('v2')]).toEqual([1, 1]);
+    });
+  },
+);
 
 describe('HerdGuardInterceptor with host routing on express', () => {
   it('gives each host-routed controller its own entry for one path', async () => {

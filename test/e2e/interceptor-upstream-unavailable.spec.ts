@@ -17,7 +17,11 @@ import { ADAPTERS, startHttpApp } from '../helpers/nest-app.js';
  * answers as 503, not as a bare 500. The handler never runs here.
  */
 class LeaseHeldElsewhere extends MemoryStore {
-  override async acquireLease(key: string, _ttlMs: number, _options?: AcquireOptions): Promise<LeaseAttempt> {
+  override async acquireLease(
+    key: string,
+    _ttlMs: number,
+    _options?: AcquireOptions,
+  ): Promise<LeaseAttempt> {
     return { lease: undefined, current: this.get(key) };
   }
 }
@@ -35,7 +39,12 @@ class ReportController {
 }
 
 @Module({
-  imports: [HerdGuardModule.forRoot({ store: new LeaseHeldElsewhere(), policy: { waitTimeout: '100ms', jitter: 0 } })],
+  imports: [
+    HerdGuardModule.forRoot({
+      store: new LeaseHeldElsewhere(),
+      policy: { waitTimeout: '100ms', jitter: 0 },
+    }),
+  ],
   controllers: [ReportController],
 })
 class AppModule {}

@@ -1,7 +1,20 @@
 import { describe, expect, it } from '@jest/globals';
-import { Controller, Get, Injectable, Module, NotFoundException, Param, UseInterceptors } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  Injectable,
+  Module,
+  NotFoundException,
+  Param,
+  UseInterceptors,
+} from '@nestjs/common';
 import request from 'supertest';
-import { Cached, HerdGuardInterceptor, HerdGuardModule, HerdGuardService } from '../../lib/index.js';
+import {
+  Cached,
+  HerdGuardInterceptor,
+  HerdGuardModule,
+  HerdGuardService,
+} from '../../lib/index.js';
 import { ADAPTERS, startHttpApp } from '../helpers/nest-app.js';
 
 /** The database of the README quick start. */
@@ -36,7 +49,9 @@ class ProductsController {
 }
 
 @Module({
-  imports: [HerdGuardModule.forRoot({ isGlobal: true, policy: { soft: '30s', hard: '10m', jitter: 0 } })],
+  imports: [
+    HerdGuardModule.forRoot({ isGlobal: true, policy: { soft: '30s', hard: '10m', jitter: 0 } }),
+  ],
   controllers: [ProductsController],
   providers: [ProductsService],
 })
@@ -49,25 +64,30 @@ function downstreamFreshnessSeconds(headers: Record<string, string>): number {
   return Number(maxAge[1]) - Number(headers['age']);
 }
 
-describe.each(ADAPTERS)('Cache-Control of a route invalidated through its input (%s)', (adapter) => {
-  it('does not let a downstream cache reuse as fresh the old body it serves as STALE after rename() and expire()', async () => {
-    db.products.set('9', { id: '9', name: 'alpha' });
-    const app = await startHttpApp(adapter, AppModule);
-    try {
-      const get = () => request(app.getHttpServer()).get('/products/9');
-      await get();
-      const hit = await get();
-      expect(hit.headers['x-cache']).toBe('HIT');
+describe.each(ADAPTERS)(
+  'Cache-Control of a route invalidated through its input (%s)',
+  (adapter) => {
+    it('does not let a downstream cache reuse as fresh the old body it serves as STALE after rename() and expire()', async () => {
+      db.products.set('9', { id: '9', name: 'alpha' });
+      const app = await startHttpApp(adapter, AppModule);
+      try {
+        const get = () => request(app.getHttpServer()).get('/products/9');
+        await get();
+        const hit = await get();
+        expect(hit.headers['x-cache']).toBe('HIT');
 
-      await app.get(ProductsService).rename('9', 'beta');
+        await app.get(ProductsService).rename('9', 'beta');
 
-      const stale = await get();
-      expect(stale.body).toEqual({ id: '9', name: 'alpha' });
-      expect(stale.headers['x-cache']).toBe('STALE');
-      // herd-guard itself no longer serves this body as fresh: neither may a cache in front of it.
-      expect(downstreamFreshnessSeconds(stale.headers as Record<string, string>)).toBeLessThanOrEqual(0);
-    } finally {
-      await app.close();
-    }
-  });
-});
+        const stale = await get();
+        expect(stale.body).toEqual({ id: '9', name: 'alpha' });
+        expect(stale.headers['x-cache']).toBe('STALE');
+        // herd-guard itself no longer serves this body as fresh: neither may a cache in front of it.
+        expect(
+          downstreamFreshnessSeconds(stale.headers as Record<string, string>),
+        ).toBeLessThanOrEqual(0);
+      } finally {
+        await app.close();
+      }
+    });
+  },
+);

@@ -56,7 +56,9 @@ class ProductsController {
 
 function appModule(options: HerdGuardModuleOptions) {
   @Module({
-    imports: [HerdGuardModule.forRoot({ isGlobal: true, policy: { soft: '30s', hard: '10m' }, ...options })],
+    imports: [
+      HerdGuardModule.forRoot({ isGlobal: true, policy: { soft: '30s', hard: '10m' }, ...options }),
+    ],
     controllers: [ProductsController],
     providers: [ProductsService],
   })
@@ -87,38 +89,42 @@ describe.each(ADAPTERS)('README quick start over HTTP (%s)', (adapter) => {
   it.each([
     ['on one pod (memory store)', 1],
     ['on two pods (Redis)', 2],
-  ])('serves the old name at most once after rename() and expire(), then the new one, %s', async (_label, count) => {
-    db.products.set('9', { id: '9', name: 'alpha' });
-    const options: HerdGuardModuleOptions =
-      count === 1 ? {} : { redis: server.url, namespace: `quick-${adapter}-${Date.now()}` };
-    const pods: INestApplication[] = [];
-    try {
-      for (let i = 0; i < count; i += 1) pods.push(await startHttpApp(adapter, appModule(options)));
-      const writer = pods[0]!;
-      const reader = pods[pods.length - 1]!;
-      // Behind one load balancer, every pod sees the site's Host (not its own address and port).
-      const get = (pod: INestApplication) =>
-        request(pod.getHttpServer()).get('/products/9').set('Host', 'shop.example.com');
+  ])(
+    'serves the old name at most once after rename() and expire(), then the new one, %s',
+    async (_label, count) => {
+      db.products.set('9', { id: '9', name: 'alpha' });
+      const options: HerdGuardModuleOptions =
+        count === 1 ? {} : { redis: server.url, namespace: `quick-${adapter}-${Date.now()}` };
+      const pods: INestApplication[] = [];
+      try {
+        for (let i = 0; i < count; i += 1)
+          pods.push(await startHttpApp(adapter, appModule(options)));
+        const writer = pods[0]!;
+        const reader = pods[pods.length - 1]!;
+        // Behind one load balancer, every pod sees the site's Host (not its own address and port).
+        const get = (pod: INestApplication) =>
+          request(pod.getHttpServer()).get('/products/9').set('Host', 'shop.example.com');
 
-      expect((await get(writer)).body).toEqual({ id: '9', name: 'alpha' });
-      await idle(pods);
-      const hit = await get(reader);
-      expect(hit.headers['x-cache']).toBe('HIT');
+        expect((await get(writer)).body).toEqual({ id: '9', name: 'alpha' });
+        await idle(pods);
+        const hit = await get(reader);
+        expect(hit.headers['x-cache']).toBe('HIT');
 
-      await writer.get(ProductsService).rename('9', 'beta');
+        await writer.get(ProductsService).rename('9', 'beta');
 
-      // The old name at most once, and then only as STALE (its refresh runs in the background).
-      const first = await get(reader);
-      if (first.body.name === 'alpha') expect(first.headers['x-cache']).toBe('STALE');
-      else expect(first.body.name).toBe('beta');
-      await idle(pods);
-      for (const pod of pods) {
-        const after = await get(pod);
-        expect(after.body).toEqual({ id: '9', name: 'beta' });
-        expect(after.headers['x-cache']).toBe('HIT');
+        // The old name at most once, and then only as STALE (its refresh runs in the background).
+        const first = await get(reader);
+        if (first.body.name === 'alpha') expect(first.headers['x-cache']).toBe('STALE');
+        else expect(first.body.name).toBe('beta');
+        await idle(pods);
+        for (const pod of pods) {
+          const after = await get(pod);
+          expect(after.body).toEqual({ id: '9', name: 'beta' });
+          expect(after.headers['x-cache']).toBe('HIT');
+        }
+      } finally {
+        for (const pod of pods) await pod.close();
       }
-    } finally {
-      for (const pod of pods) await pod.close();
-    }
-  });
+    },
+  );
 });

@@ -20,15 +20,22 @@ function freePort(): Promise<number> {
   });
 }
 
-async function waitForHttp(url: string, child: ChildProcess, output: () => string, limitMs = 90_000): Promise<void> {
+async function waitForHttp(
+  url: string,
+  child: ChildProcess,
+  output: () => string,
+  limitMs = 90_000,
+): Promise<void> {
   const giveUpAt = Date.now() + limitMs;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`npm start exited with ${child.exitCode}:\n${output()}`);
+    if (child.exitCode !== null)
+      throw new Error(`npm start exited with ${child.exitCode}:\n${output()}`);
     try {
       await fetch(url);
       return;
     } catch {
-      if (Date.now() > giveUpAt) throw new Error(`nothing answered at ${url} within ${limitMs} ms:\n${output()}`);
+      if (Date.now() > giveUpAt)
+        throw new Error(`nothing answered at ${url} within ${limitMs} ms:\n${output()}`);
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
   }
@@ -72,17 +79,25 @@ describe('npm start, as a newcomer runs it', () => {
     expect(await first.json()).toMatchObject({ id: 42 });
     const second = await fetch(`${base}/products/42`);
     expect(second.headers.get('x-cache')).toBe('HIT');
-    expect(second.headers.get('cache-control')).toMatch(/^max-age=\d+, stale-while-revalidate=\d+$/);
+    expect(second.headers.get('cache-control')).toMatch(
+      /^max-age=\d+, stale-while-revalidate=\d+$/,
+    );
     expect((await fetch(`${base}/products/999999`)).status).toBe(404);
     const categories = (await (await fetch(`${base}/categories`)).json()) as unknown[];
     expect(categories).toHaveLength(8);
     expect(await (await fetch(`${base}/health`)).json()).toMatchObject({ status: 'ok' });
     const metrics = await (await fetch(`${base}/metrics`)).text();
-    expect(parsePrometheusText(metrics).some((sample) => sample.name === 'herd_guard_requests_total')).toBe(true);
+    expect(
+      parsePrometheusText(metrics).some((sample) => sample.name === 'herd_guard_requests_total'),
+    ).toBe(true);
     expect(await (await fetch(`${base}/stats`)).json()).toMatchObject({ databaseQueries: 3 });
-    expect(await (await fetch(`${base}/cache/hot-keys`)).json()).toMatchObject({ requested: expect.any(Array) });
+    expect(await (await fetch(`${base}/cache/hot-keys`)).json()).toMatchObject({
+      requested: expect.any(Array),
+    });
 
-    const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
+    const exited = new Promise<number | null>((resolve) =>
+      child!.once('exit', (code) => resolve(code)),
+    );
     process.kill(-child.pid!, 'SIGTERM');
     await exited;
   }, 120_000);
@@ -108,7 +123,9 @@ describe('npm start --silent with LOG_FORMAT=json', () => {
     child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     await waitForHttp(`http://127.0.0.1:${port}/health`, child, () => stdout + stderr);
-    const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
+    const exited = new Promise<number | null>((resolve) =>
+      child!.once('exit', (code) => resolve(code)),
+    );
     process.kill(-child.pid!, 'SIGTERM');
     await exited;
 
@@ -116,7 +133,10 @@ describe('npm start --silent with LOG_FORMAT=json', () => {
     expect(lines.length).toBeGreaterThan(3);
     for (const line of lines) {
       expect(() => JSON.parse(line)).not.toThrow();
-      expect(JSON.parse(line)).toMatchObject({ level: expect.any(String), message: expect.anything() });
+      expect(JSON.parse(line)).toMatchObject({
+        level: expect.any(String),
+        message: expect.anything(),
+      });
     }
     expect(lines.map((line) => JSON.parse(line) as { message: unknown })).toContainEqual(
       expect.objectContaining({ message: expect.stringContaining('memory store') }),

@@ -56,8 +56,12 @@ describe('sample app', () => {
     await sleep(2_300); // past soft (2 s, plus up to 10 % jitter), well before hard (1 min)
     const queriesBefore = await databaseQueries(server);
     const before = await metrics(server);
-    const responses = await Promise.all(Array.from({ length: 300 }, () => request(http).get('/products/7')));
-    expect(responses.every((response) => response.status === 200 && response.body.id === 7)).toBe(true);
+    const responses = await Promise.all(
+      Array.from({ length: 300 }, () => request(http).get('/products/7')),
+    );
+    expect(responses.every((response) => response.status === 200 && response.body.id === 7)).toBe(
+      true,
+    );
     const stale = responses.filter((response) => response.headers['x-cache'] === 'STALE').length;
     expect(stale).toBeGreaterThan(0);
     await sleep(200); // the one background refresh lands
@@ -68,7 +72,9 @@ describe('sample app', () => {
     expect(delta('herd_guard_requests_total', { result: 'stale' })).toBe(stale);
     expect(delta('herd_guard_requests_total', { result: 'fresh' })).toBe(300 - stale);
     expect(delta('herd_guard_loads_total', { result: 'ok', trigger: 'refresh' })).toBe(1);
-    expect(sampleValue(after, 'herd_guard_loader_duration_seconds_count', { result: 'ok' })).toBe(2);
+    expect(sampleValue(after, 'herd_guard_loader_duration_seconds_count', { result: 'ok' })).toBe(
+      2,
+    );
     expect(sampleValue(after, 'herd_guard_store_degraded', { cache: 'catalog' })).toBe(0);
   });
 
@@ -78,15 +84,21 @@ describe('sample app', () => {
     const queriesBefore = await databaseQueries(server);
     for (let i = 0; i < 20; i += 1) await request(http).get('/products/999999').expect(404);
     expect((await databaseQueries(server)) - queriesBefore).toBe(1);
-    expect(sampleValue(await metrics(server), 'herd_guard_requests_total', { result: 'negative' })).toBe(19);
+    expect(
+      sampleValue(await metrics(server), 'herd_guard_requests_total', { result: 'negative' }),
+    ).toBe(19);
   });
 
   it('serves the category aggregate from a @Cached method: 200 concurrent requests, one query', async () => {
     // Fresh for longer than the burst takes on a busy machine, so no refresh adds a query.
     const server = await startSample({ soft: '1m', hard: '2m' });
     const http = server.getHttpServer();
-    const responses = await Promise.all(Array.from({ length: 200 }, () => request(http).get('/categories')));
-    expect(responses.every((response) => response.status === 200 && response.body.length === 8)).toBe(true);
+    const responses = await Promise.all(
+      Array.from({ length: 200 }, () => request(http).get('/categories')),
+    );
+    expect(
+      responses.every((response) => response.status === 200 && response.body.length === 8),
+    ).toBe(true);
     expect(await databaseQueries(server)).toBe(1);
   });
 
@@ -112,14 +124,21 @@ describe('sample app', () => {
     const hot = await request(http).get('/cache/hot-keys?top=1').expect(200);
     const { port } = (http as { address(): AddressInfo }).address();
     expect(hot.body.requested).toEqual([
-      { key: `http:GET ProductsController.product //127.0.0.1:${port}/products/1`, count: 3, error: 0 },
+      {
+        key: `http:GET ProductsController.product //127.0.0.1:${port}/products/1`,
+        count: 3,
+        error: 0,
+      },
     ]);
   });
 
   it('reports health up on the memory store', async () => {
     const server = await startSample();
     const health = await request(server.getHttpServer()).get('/health').expect(200);
-    expect(health.body).toMatchObject({ status: 'ok', details: { cache: { status: 'up', store: 'memory' } } });
+    expect(health.body).toMatchObject({
+      status: 'ok',
+      details: { cache: { status: 'up', store: 'memory' } },
+    });
   });
 
   it('reports health degraded (still HTTP 200) when the Redis it runs on is stopped, and keeps serving', async () => {
@@ -142,6 +161,8 @@ describe('sample app', () => {
       details: { cache: { status: 'degraded', store: 'redis' } },
     });
     await request(http).get('/products/5').expect(200);
-    expect(sampleValue(await metrics(server), 'herd_guard_store_degraded', { cache: 'catalog' })).toBe(1);
+    expect(
+      sampleValue(await metrics(server), 'herd_guard_store_degraded', { cache: 'catalog' }),
+    ).toBe(1);
   });
 });

@@ -1,5 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Controller, Get, Header, type INestApplication, Injectable, Module, UseInterceptors } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  Header,
+  type INestApplication,
+  Injectable,
+  Module,
+  UseInterceptors,
+} from '@nestjs/common';
 import { types } from 'node:util';
 import request from 'supertest';
 import {
@@ -122,7 +130,8 @@ describe.each(ADAPTERS)('values round-trip identically on every pod (%s)', (adap
     expect(second.headers['content-type']).toBe(first.headers['content-type']);
     expect(Buffer.from(second.body as Buffer)).toEqual(Buffer.from(first.body as Buffer));
     // Fastify sends a Buffer as its bytes (Nest on Express sends any object, a Buffer too, as JSON).
-    if (adapter === 'fastify') expect(Buffer.from(second.body as Buffer)).toEqual(Buffer.from([0, 1, 2, 250, 255]));
+    if (adapter === 'fastify')
+      expect(Buffer.from(second.body as Buffer)).toEqual(Buffer.from([0, 1, 2, 250, 255]));
   });
 
   it('refuses, at write time and naming where, a value strict JSON would change', async () => {

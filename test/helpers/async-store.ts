@@ -13,7 +13,9 @@ export function asyncReads(inner: HerdStore): HerdStore & { reads: number } {
         };
       }
       const value: unknown = Reflect.get(target, property, receiver);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      return typeof value === 'function'
+        ? (value as (...args: unknown[]) => unknown).bind(target)
+        : value;
     },
     set(target, property, value, receiver) {
       if (property === 'reads') {

@@ -3,7 +3,9 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { ChildConfig } from '../fixtures/herd-child.js';
 
-const CHILD_SCRIPT = fileURLToPath(new URL('../../.test-build/test/fixtures/herd-child.js', import.meta.url));
+const CHILD_SCRIPT = fileURLToPath(
+  new URL('../../.test-build/test/fixtures/herd-child.js', import.meta.url),
+);
 
 export type ChildPodConfig = ChildConfig;
 
@@ -41,7 +43,8 @@ export class ChildPod {
     for (;;) {
       const found = this.#messages.find((message) => message.event === event);
       if (found !== undefined) return found as Extract<ChildMessage, { event: E }>;
-      if (Date.now() > giveUpAt) throw new Error(`child ${this.pid} sent no '${event}' within ${timeoutMs} ms`);
+      if (Date.now() > giveUpAt)
+        throw new Error(`child ${this.pid} sent no '${event}' within ${timeoutMs} ms`);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, 200);
         this.#waiters.push(() => {

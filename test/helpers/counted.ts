@@ -1,5 +1,7 @@
 /** `impl`, counting its calls in `calls` (a loader's runs). */
-export function counted<A extends unknown[], R>(impl: (...args: A) => R): ((...args: A) => R) & { calls: number } {
+export function counted<A extends unknown[], R>(
+  impl: (...args: A) => R,
+): ((...args: A) => R) & { calls: number } {
   const wrapped = Object.assign(
     (...args: A): R => {
       wrapped.calls += 1;

@@ -21,7 +21,11 @@ export function flush(): Promise<void> {
 }
 
 /** Resolves once `condition()` is true, checking after each macrotask turn; fails after `limitMs`. */
-export async function until(condition: () => boolean, limitMs = 5_000, what = 'condition'): Promise<void> {
+export async function until(
+  condition: () => boolean,
+  limitMs = 5_000,
+  what = 'condition',
+): Promise<void> {
   const giveUpAt = Date.now() + limitMs;
   while (!condition()) {
     if (Date.now() > giveUpAt) throw new Error(`Timed out waiting for ${what}`);

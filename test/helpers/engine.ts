@@ -1,4 +1,9 @@
-import { type CachePolicy, HerdEngine, type HerdEngineOptions, MemoryStore } from '../../lib/index.js';
+import {
+  type CachePolicy,
+  HerdEngine,
+  type HerdEngineOptions,
+  MemoryStore,
+} from '../../lib/index.js';
 import { ManualClock } from './clock.js';
 import { counted } from './counted.js';
 import { deferred, until } from './deferred.js';

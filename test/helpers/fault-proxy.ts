@@ -9,7 +9,13 @@
  * `stopAllFaultProxies()` in an `afterEach` so no client, socket or timer outlives a test.
  */
 import { once } from 'node:events';
-import { createConnection, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import {
+  createConnection,
+  createServer,
+  type AddressInfo,
+  type Server,
+  type Socket,
+} from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Redis, type RedisOptions } from 'ioredis';
 
@@ -200,7 +206,9 @@ export class FaultProxy {
       return;
     }
     const upstream = createConnection({ host: this.target.host, port: this.target.port });
-    const link = new Link(this.nextId++, socket, upstream, this.flows, () => this.links.delete(link));
+    const link = new Link(this.nextId++, socket, upstream, this.flows, () =>
+      this.links.delete(link),
+    );
     this.links.add(link);
   }
 

@@ -1,4 +1,9 @@
-import type { DynamicModule, INestApplication, INestApplicationContext, Type } from '@nestjs/common';
+import type {
+  DynamicModule,
+  INestApplication,
+  INestApplicationContext,
+  Type,
+} from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter, type NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
@@ -23,7 +28,9 @@ export async function startHttpApp(
     await app.listen(0, '127.0.0.1');
     return app;
   }
-  const app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger: false });
+  const app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), {
+    logger: false,
+  });
   configure(app);
   await app.init();
   await app.getHttpAdapter().getInstance().ready();

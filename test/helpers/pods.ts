@@ -21,7 +21,9 @@ export interface PodOptions {
 export async function startPods(options: PodOptions): Promise<Pod[]> {
   const pods = Array.from({ length: options.count }, () => {
     const connection: RedisStoreOptions =
-      options.clusterNodes === undefined ? { url: options.url } : { cluster: { nodes: options.clusterNodes } };
+      options.clusterNodes === undefined
+        ? { url: options.url }
+        : { cluster: { nodes: options.clusterNodes } };
     const store = new RedisStore({ ...connection, ...options.store, namespace: options.namespace });
     return { store, engine: new HerdEngine({ store, policy: options.policy }) };
   });

@@ -5,7 +5,8 @@ export interface PromSample {
   readonly value: number;
 }
 
-const SAMPLE_LINE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (-?[0-9.eE+-]+|NaN|\+Inf|-Inf)( -?\d+)?$/;
+const SAMPLE_LINE =
+  /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (-?[0-9.eE+-]+|NaN|\+Inf|-Inf)( -?\d+)?$/;
 const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
 const COMMENT_LINE = /^# (HELP|TYPE) ([a-zA-Z_:][a-zA-Z0-9_:]*) .+$/;
 const TYPES = new Set(['counter', 'gauge', 'histogram', 'summary', 'untyped']);
@@ -33,7 +34,8 @@ export function parsePrometheusText(text: string): PromSample[] {
     if (match === null) throw new Error(`line ${index + 1}: malformed sample: ${line}`);
     const name = match[1]!;
     const family = typed.has(name) ? name : name.replace(/_(bucket|sum|count|total|created)$/, '');
-    if (!typed.has(family) && !typed.has(name)) throw new Error(`line ${index + 1}: ${name} has no TYPE`);
+    if (!typed.has(family) && !typed.has(name))
+      throw new Error(`line ${index + 1}: ${name} has no TYPE`);
     const labels: Record<string, string> = {};
     for (const label of (match[3] ?? '').matchAll(LABEL)) labels[label[1]!] = label[2]!;
     samples.push({ name, labels, value: Number(match[4]) });
@@ -42,10 +44,15 @@ export function parsePrometheusText(text: string): PromSample[] {
 }
 
 /** The value of the sample named `name` whose labels include `labels` (0 when absent). */
-export function sampleValue(samples: readonly PromSample[], name: string, labels: Record<string, string> = {}): number {
+export function sampleValue(
+  samples: readonly PromSample[],
+  name: string,
+  labels: Record<string, string> = {},
+): number {
   const found = samples.find(
     (sample) =>
-      sample.name === name && Object.entries(labels).every(([label, value]) => sample.labels[label] === value),
+      sample.name === name &&
+      Object.entries(labels).every(([label, value]) => sample.labels[label] === value),
   );
   return found?.value ?? 0;
 }

@@ -44,7 +44,8 @@ export function useRedisServer(): RedisFixture {
   };
   return {
     get server(): RedisServer {
-      if (started === undefined) throw new Error('the redis-server starts in beforeAll: use it inside a test');
+      if (started === undefined)
+        throw new Error('the redis-server starts in beforeAll: use it inside a test');
       return started;
     },
     closeAfterTest,

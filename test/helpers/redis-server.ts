@@ -6,7 +6,14 @@
  * A missing redis-server makes the tests fail with an install hint; they never skip.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants as fsConstants, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import {
+  accessSync,
+  constants as fsConstants,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { createConnection, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -123,7 +130,9 @@ export class RedisServer {
         lastFailure = error;
       }
     }
-    throw new Error(`redis-server could not find a free port in ${START_ATTEMPTS} attempts`, { cause: lastFailure });
+    throw new Error(`redis-server could not find a free port in ${START_ATTEMPTS} attempts`, {
+      cause: lastFailure,
+    });
   }
 
   get url(): string {
@@ -132,7 +141,8 @@ export class RedisServer {
 
   /** Pid of the running redis-server; throws when it is stopped. */
   get pid(): number {
-    if (!this.current || this.current.exited) throw new Error(`redis-server on port ${this.port} is not running`);
+    if (!this.current || this.current.exited)
+      throw new Error(`redis-server on port ${this.port} is not running`);
     return this.current.pid;
   }
 
@@ -172,9 +182,12 @@ export class RedisServer {
       await this.launch();
     } catch (error) {
       if (error instanceof StartFailure && error.portTaken) {
-        throw new Error(`cannot restart redis-server: port ${this.port} was taken by another process`, {
-          cause: error,
-        });
+        throw new Error(
+          `cannot restart redis-server: port ${this.port} was taken by another process`,
+          {
+            cause: error,
+          },
+        );
       }
       throw error;
     }
@@ -339,7 +352,13 @@ function spawnRedis(binary: string, args: readonly string[], dir: string): Runni
       ? undefined
       : spawn(
           'sh',
-          ['-c', 'read -r _; kill -9 "$1" 2>/dev/null; rm -rf "$2"', 'redis-watchdog', String(child.pid), dir],
+          [
+            '-c',
+            'read -r _; kill -9 "$1" 2>/dev/null; rm -rf "$2"',
+            'redis-watchdog',
+            String(child.pid),
+            dir,
+          ],
           {
             stdio: ['pipe', 'ignore', 'ignore'],
           },
@@ -373,7 +392,10 @@ async function waitUntilReady(running: RunningRedis, port: number): Promise<void
   for (;;) {
     if (running.exited) {
       // Let the pipes deliver redis's last words (the reason it exited).
-      await Promise.race([new Promise((resolve) => running.child.once('close', resolve)), sleep(1_000)]);
+      await Promise.race([
+        new Promise((resolve) => running.child.once('close', resolve)),
+        sleep(1_000),
+      ]);
       throw new StartFailure(
         `redis-server on port ${port} exited during startup:\n${running.output}`,
         /Address already in use/i.test(running.output),
@@ -412,7 +434,10 @@ function createCluster(cli: string, nodes: readonly RedisServer[]): Promise<void
   const args = ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes'];
   return new Promise((resolve, reject) => {
     execFile(cli, args, { timeout: CLUSTER_READY_TIMEOUT_MS }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`redis-cli ${args.join(' ')} failed:\n${stdout}${stderr}`, { cause: error }));
+      if (error)
+        reject(
+          new Error(`redis-cli ${args.join(' ')} failed:\n${stdout}${stderr}`, { cause: error }),
+        );
       else resolve();
     });
   });
@@ -421,7 +446,9 @@ function createCluster(cli: string, nodes: readonly RedisServer[]): Promise<void
 async function waitForClusterOk(nodes: readonly RedisServer[]): Promise<void> {
   const giveUpAt = Date.now() + CLUSTER_READY_TIMEOUT_MS;
   for (;;) {
-    const infos = await Promise.all(nodes.map((node) => sendCommand(node.port, ['CLUSTER', 'INFO']).catch(String)));
+    const infos = await Promise.all(
+      nodes.map((node) => sendCommand(node.port, ['CLUSTER', 'INFO']).catch(String)),
+    );
     const ready = infos.every(
       (info) =>
         /^cluster_state:ok\r?$/m.test(String(info)) &&
@@ -430,7 +457,9 @@ async function waitForClusterOk(nodes: readonly RedisServer[]): Promise<void> {
     if (ready) return;
     if (Date.now() > giveUpAt) {
       const last = infos.map(String).join('\n---\n');
-      throw new Error(`cluster did not reach cluster_state:ok within ${CLUSTER_READY_TIMEOUT_MS} ms:\n${last}`);
+      throw new Error(
+        `cluster did not reach cluster_state:ok within ${CLUSTER_READY_TIMEOUT_MS} ms:\n${last}`,
+      );
     }
     await sleep(POLL_INTERVAL_MS * 5);
   }
@@ -503,7 +532,11 @@ async function answersPing(port: number): Promise<boolean> {
   }
 }
 
-function sendCommand(port: number, args: readonly string[], timeoutMs = ADMIN_COMMAND_TIMEOUT_MS): Promise<Reply> {
+function sendCommand(
+  port: number,
+  args: readonly string[],
+  timeoutMs = ADMIN_COMMAND_TIMEOUT_MS,
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const socket = createConnection({ host: LOOPBACK, port });
     let received = Buffer.alloc(0);
@@ -517,7 +550,10 @@ function sendCommand(port: number, args: readonly string[], timeoutMs = ADMIN_CO
       else resolve(value);
     };
     const timer = setTimeout(
-      () => finish(new Error(`${args.join(' ')} to ${LOOPBACK}:${port} got no reply within ${timeoutMs} ms`)),
+      () =>
+        finish(
+          new Error(`${args.join(' ')} to ${LOOPBACK}:${port} got no reply within ${timeoutMs} ms`),
+        ),
       timeoutMs,
     );
     socket.once('connect', () => socket.write(encodeCommand(args)));
@@ -527,7 +563,9 @@ function sendCommand(port: number, args: readonly string[], timeoutMs = ADMIN_CO
       if (reply) finish(reply.error, reply.value);
     });
     socket.once('error', (error) => finish(error));
-    socket.once('close', () => finish(new Error(`${LOOPBACK}:${port} closed the connection before replying`)));
+    socket.once('close', () =>
+      finish(new Error(`${LOOPBACK}:${port} closed the connection before replying`)),
+    );
   });
 }
 
@@ -555,7 +593,9 @@ function parseReply(buffer: Buffer): { value?: Reply; error?: Error } | undefine
       return { value: buffer.toString('utf8', start, start + length) };
     }
     default:
-      return { error: new Error(`unsupported RESP reply: ${buffer.toString('utf8', 0, headerEnd)}`) };
+      return {
+        error: new Error(`unsupported RESP reply: ${buffer.toString('utf8', 0, headerEnd)}`),
+      };
   }
 }
 

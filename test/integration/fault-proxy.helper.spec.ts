@@ -45,7 +45,11 @@ async function readyClient(options: Parameters<FaultProxy['client']>[0] = {}): P
 }
 
 /** Polls `check` (an async condition) after each short pause until it holds; fails after `limitMs`. */
-async function eventually(check: () => Promise<boolean>, limitMs = 5_000, what = 'condition'): Promise<void> {
+async function eventually(
+  check: () => Promise<boolean>,
+  limitMs = 5_000,
+  what = 'condition',
+): Promise<void> {
   const giveUpAt = performance.now() + limitMs;
   while (!(await check())) {
     if (performance.now() > giveUpAt) throw new Error(`Timed out waiting for ${what}`);
@@ -204,8 +208,16 @@ describe('FaultProxy', () => {
     const sentBefore = connection!.bytesFromClient;
 
     proxy.pause();
-    const replies = Promise.all([client.set('k', 'a'), client.append('k', 'b'), client.append('k', 'c')]);
-    await until(() => connection!.bytesFromClient > sentBefore, 5_000, 'the commands to reach the proxy');
+    const replies = Promise.all([
+      client.set('k', 'a'),
+      client.append('k', 'b'),
+      client.append('k', 'c'),
+    ]);
+    await until(
+      () => connection!.bytesFromClient > sentBefore,
+      5_000,
+      'the commands to reach the proxy',
+    );
 
     expect(await direct.exists('k')).toBe(0);
 
@@ -225,7 +237,11 @@ describe('FaultProxy', () => {
       replied = true;
       return value;
     });
-    await eventually(async () => (await direct.get('lease')) === 'mine', 5_000, 'SET to run on Redis');
+    await eventually(
+      async () => (await direct.get('lease')) === 'mine',
+      5_000,
+      'SET to run on Redis',
+    );
 
     expect(replied).toBe(false);
 
@@ -250,13 +266,21 @@ describe('FaultProxy', () => {
     const subscriberClosed = next(subscriber, 'close');
     expect(proxy.dropWhere((connection) => connection.isSubscriber)).toBe(1);
     await subscriberClosed;
-    await eventually(async () => (await numberOfSubscribers('fills')) === 0, 5_000, 'Redis to drop the subscriber');
+    await eventually(
+      async () => (await numberOfSubscribers('fills')) === 0,
+      5_000,
+      'Redis to drop the subscriber',
+    );
     expect(await direct.publish('fills', 'during')).toBe(0);
 
     const resubscribed = next(subscriber, 'ready');
     proxy.restore();
     await resubscribed;
-    await eventually(async () => (await numberOfSubscribers('fills')) === 1, 5_000, 'the resubscribe');
+    await eventually(
+      async () => (await numberOfSubscribers('fills')) === 1,
+      5_000,
+      'the resubscribe',
+    );
     await direct.publish('fills', 'after');
     await until(() => received.length === 2, 5_000, 'the message after the resubscribe');
 
@@ -347,7 +371,8 @@ async function numberOfSubscribers(channel: string): Promise<number> {
 function liveHandles(): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const kind of process.getActiveResourcesInfo()) {
-    if (['TCPServerWrap', 'TCPSocketWrap', 'Timeout'].includes(kind)) counts[kind] = (counts[kind] ?? 0) + 1;
+    if (['TCPServerWrap', 'TCPSocketWrap', 'Timeout'].includes(kind))
+      counts[kind] = (counts[kind] ?? 0) + 1;
   }
   return counts;
 }

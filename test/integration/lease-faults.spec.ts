@@ -31,7 +31,12 @@ afterAll(async () => {
   await stopAllRedisServers();
 });
 
-async function pod(namespace: string, url: string, policy: CachePolicy, store: Partial<RedisStoreOptions> = {}) {
+async function pod(
+  namespace: string,
+  url: string,
+  policy: CachePolicy,
+  store: Partial<RedisStoreOptions> = {},
+) {
   const redis = new RedisStore({ url, namespace, ...store });
   const engine = new HerdEngine({ store: redis, policy });
   started.push({ engine, store: redis });
@@ -53,7 +58,8 @@ describe('Redis faults: the owner keeps its lease through a short connection fau
 
     const extensionFailed = deferred();
     owner.engine.onEvent((event) => {
-      if (event.type === 'store-error' && event.operation === 'extend-lease') extensionFailed.resolve();
+      if (event.type === 'store-error' && event.operation === 'extend-lease')
+        extensionFailed.resolve();
     });
     const gate = deferred<string>();
     let ownerLoads = 0;
@@ -98,7 +104,10 @@ describe('Redis faults: a follower whose re-check times out', () => {
     const proxy = await FaultProxy.start(server);
     const owner = await pod(namespace, server.url, policy);
     // The follower's commands time out after 200 ms; its breaker stays closed (one slow reply).
-    const follower = await pod(namespace, proxy.url, policy, { commandTimeout: '200ms', breakerThreshold: 100 });
+    const follower = await pod(namespace, proxy.url, policy, {
+      commandTimeout: '200ms',
+      breakerThreshold: 100,
+    });
 
     const gate = deferred<string>();
     let ownerLoads = 0;
@@ -133,7 +142,11 @@ describe('Redis faults: a follower whose re-check times out', () => {
       proxy.delay(0, 'toClient');
     }
     // Either the follower loads the key itself, or it goes back to waiting for the owner.
-    await until(() => followerLoads > 0 || contendedAfterFailure, 5_000, 'the follower to load or wait again');
+    await until(
+      () => followerLoads > 0 || contendedAfterFailure,
+      5_000,
+      'the follower to load or wait again',
+    );
     try {
       expect({ ownerLoads, followerLoads }).toEqual({ ownerLoads: 1, followerLoads: 0 });
     } finally {
@@ -150,7 +163,10 @@ describe('Redis faults: an owner slower than waitTimeout', () => {
     const waitTimeoutMs = 1_000;
     const policy: CachePolicy = { waitTimeout: waitTimeoutMs, leaseTtl: '5s' };
     const owner = await pod(namespace, server.url, policy);
-    const others = [await pod(namespace, server.url, policy), await pod(namespace, server.url, policy)];
+    const others = [
+      await pod(namespace, server.url, policy),
+      await pod(namespace, server.url, policy),
+    ];
 
     // The owner's load is slow, not stuck: it ends a little after waitTimeout.
     const ownerGate = deferred<string>();
@@ -184,13 +200,16 @@ describe('Redis faults: an owner slower than waitTimeout', () => {
     ownerGate.resolve('loaded by the owner');
     await expect(owned).resolves.toBe('loaded by the owner');
     // The takeover load takes as long again as the owner's did.
-    await until(() => answers.length === 2, 2 * waitTimeoutMs, 'both callers to be answered').catch(() => undefined);
+    await until(() => answers.length === 2, 2 * waitTimeoutMs, 'both callers to be answered').catch(
+      () => undefined,
+    );
     takeoverGate.resolve('loaded by the takeover');
     await Promise.all(waiting);
 
     // README: "callers get a value within waitTimeout plus one load time". Here a good value was
     // loaded within that time, yet a caller fails (the owner's value is fenced, the takeover's
     // comes after the caller gave up at 2 x waitTimeout).
-    for (const answer of answers) expect(['loaded by the owner', 'loaded by the takeover']).toContain(answer);
+    for (const answer of answers)
+      expect(['loaded by the owner', 'loaded by the takeover']).toContain(answer);
   }, 20_000);
 });

@@ -43,11 +43,14 @@ describe('near cache: capacity', () => {
     for (const key of mine) await reader.engine.getOrLoad(key, async () => key);
     // Answered from memory: no round trip.
     await expect(
-      mgetsDuring(() => Promise.all(mine.map((key) => reader.engine.getOrLoad(key, async () => 'x')))),
+      mgetsDuring(() =>
+        Promise.all(mine.map((key) => reader.engine.getOrLoad(key, async () => 'x'))),
+      ),
     ).resolves.toBe(0);
 
     // Other pods load 200 keys this pod never reads (their traffic, not this pod's).
-    for (let i = 0; i < 200; i += 1) await other.engine.getOrLoad(`theirs:${i}`, async () => `value ${i}`);
+    for (let i = 0; i < 200; i += 1)
+      await other.engine.getOrLoad(`theirs:${i}`, async () => `value ${i}`);
     await told(redis.server, reader.store);
 
     // This pod's working set is still answered from memory.

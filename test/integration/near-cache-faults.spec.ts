@@ -1,5 +1,11 @@
 import { once } from 'node:events';
-import { type AddressInfo, type Server, type Socket, createConnection, createServer } from 'node:net';
+import {
+  type AddressInfo,
+  type Server,
+  type Socket,
+  createConnection,
+  createServer,
+} from 'node:net';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { RedisStore, RedisStoreOptions } from '../../lib/redis.js';
 import { HEARTBEAT_INTERVAL_MS } from '../../lib/stores/redis/redis.store.js';
@@ -40,7 +46,12 @@ async function splitPod(
   options: Omit<RedisStoreOptions, 'client' | 'url' | 'namespace'> = {},
 ): Promise<RedisPod> {
   const client = new SplitConnections(
-    { host: redis.server.host, port: commandPort, enableOfflineQueue: false, maxRetriesPerRequest: 0 },
+    {
+      host: redis.server.host,
+      port: commandPort,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+    },
     subscriberPort,
   );
   client.on('error', () => undefined);
@@ -72,8 +83,13 @@ describe('near cache: notifications that arrive late', () => {
     const delayMs = 3_000;
     const namespace = `near-late${(run += 1)}`;
     const notifications = await FaultProxy.start(redis.server);
-    const late = await splitPod(namespace, redis.server.port, notifications.port, { commandTimeout: commandTimeoutMs });
-    const other = await startPod(namespace, { url: redis.server.url, commandTimeout: commandTimeoutMs });
+    const late = await splitPod(namespace, redis.server.port, notifications.port, {
+      commandTimeout: commandTimeoutMs,
+    });
+    const other = await startPod(namespace, {
+      url: redis.server.url,
+      commandTimeout: commandTimeoutMs,
+    });
     await late.engine.getOrLoad('k', async () => 'old');
 
     // An observer listens on the same path as the late pod's subscriber.
@@ -116,7 +132,9 @@ describe('near cache: a read that crosses a resubscribe', () => {
     const notifications = await FaultProxy.start(redis.server);
     const other = await startPod(namespace, { url: redis.server.url });
     await other.engine.set('k', 'old');
-    const cut = await splitPod(namespace, commands.port, notifications.port, { commandTimeout: commandTimeoutMs });
+    const cut = await splitPod(namespace, commands.port, notifications.port, {
+      commandTimeout: commandTimeoutMs,
+    });
 
     // The cut pod reads k: Redis answers 'old', the reply is held on the way back.
     commands.pause('toClient');
@@ -131,7 +149,11 @@ describe('near cache: a read that crosses a resubscribe', () => {
     await other.engine.delete('k');
     expect(notifications.dropWhere((connection) => connection.isSubscriber)).toBe(1);
     notifications.resume('toClient');
-    await until(() => !cut.store.nearCache.trusted, 5_000, 'the cut pod to notice its subscriber is gone');
+    await until(
+      () => !cut.store.nearCache.trusted,
+      5_000,
+      'the cut pod to notice its subscriber is gone',
+    );
     await until(() => cut.store.nearCache.trusted, 5_000, 'the cut pod to subscribe again');
 
     // The reply of the read sent before the delete arrives after the resubscribe.
@@ -153,7 +175,9 @@ describe('near cache: announcements under many keys', () => {
     const commands = await FaultProxy.start(redis.server);
     const other = await startPod(namespace, { url: redis.server.url, commandTimeout: '10s' });
     await other.engine.set('k', 'old');
-    const busy = await splitPod(namespace, commands.port, redis.server.port, { commandTimeout: commandTimeoutMs });
+    const busy = await splitPod(namespace, commands.port, redis.server.port, {
+      commandTimeout: commandTimeoutMs,
+    });
 
     // The busy pod reads k: Redis answers 'old', the reply is held on the way back.
     commands.pause('toClient');
@@ -266,10 +290,18 @@ describe('near cache: a subscriber connection that dies silently', () => {
     // The subscriber's flow is forgotten by the network: nothing arrives, nothing tells ioredis.
     // Its commands still reach Redis, and a new connection would work.
     forwarder.silenceOpen();
-    await until(() => pod.store.health().status !== 'up', 5_000, 'the pod to notice its heartbeat is late');
+    await until(
+      () => pod.store.health().status !== 'up',
+      5_000,
+      'the pod to notice its heartbeat is late',
+    );
 
     // Within a few heartbeats the store should replace the dead subscription, and be up again.
-    await until(() => pod.store.health().status === 'up', 10_000, 'the pod to resubscribe by itself');
+    await until(
+      () => pod.store.health().status === 'up',
+      10_000,
+      'the pod to resubscribe by itself',
+    );
     expect(pod.store.nearCache.trusted).toBe(true);
   }, 20_000);
 });
@@ -278,12 +310,19 @@ describe('near cache: Redis frozen past the trust bound', () => {
   it('answers a key it holds a copy of as stale without waiting for the command timeout', async () => {
     const commandTimeoutMs = 2_000;
     const namespace = `near-frozen${(run += 1)}`;
-    const pod = await startPod(namespace, { url: redis.server.url, commandTimeout: commandTimeoutMs });
+    const pod = await startPod(namespace, {
+      url: redis.server.url,
+      commandTimeout: commandTimeoutMs,
+    });
     await pod.engine.getOrLoad('k', async () => 'cached');
     redis.server.freeze();
     try {
       // Redis answers nothing; after the bound the copies are no longer trusted as fresh.
-      await until(() => !pod.store.nearCache.trusted, 2 * trustBoundMs(commandTimeoutMs), 'copies to go untrusted');
+      await until(
+        () => !pod.store.nearCache.trusted,
+        2 * trustBoundMs(commandTimeoutMs),
+        'copies to go untrusted',
+      );
       // Issue: "While Redis is unreachable or slow, servable values are answered from memory"
       // (S9: p99 <= 10 ms with Redis frozen). A copy is at hand: the caller should not wait for
       // the command timeout to get it.
@@ -311,7 +350,9 @@ describe('near cache: a read that finds the key deleted', () => {
     const namespace = `near-absent${(run += 1)}`;
     const commands = await FaultProxy.start(redis.server);
     const notifications = await FaultProxy.start(redis.server);
-    const pod = await splitPod(namespace, commands.port, notifications.port, { commandTimeout: 1_000 });
+    const pod = await splitPod(namespace, commands.port, notifications.port, {
+      commandTimeout: 1_000,
+    });
     const other = await startPod(namespace, { url: redis.server.url });
     await pod.engine.getOrLoad('k', async () => 'old');
 

@@ -28,7 +28,8 @@ describe('near cache: memory', () => {
       nearCache: { maxBytes },
     });
     // A plain value as loaders return it: a list of 500 timestamps (the default v8 serializer keeps Dates).
-    const timestamps = (i: number): Date[] => Array.from({ length: 500 }, (_, j) => new Date(i * 1_000 + j));
+    const timestamps = (i: number): Date[] =>
+      Array.from({ length: 500 }, (_, j) => new Date(i * 1_000 + j));
 
     const before = heapUsedAfterGc();
     for (let i = 0; i < 1_500; i += 1) await engine.getOrLoad(`k${i}`, async () => timestamps(i));

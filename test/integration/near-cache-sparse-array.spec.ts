@@ -25,9 +25,13 @@ afterAll(async () => {
 /** Runs `source` (an ES module) in its own Node.js process with a 256 MiB heap; resolves its exit code and output. */
 function runPod(source: string, limitMs: number): Promise<{ code: number | null; stdout: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--max-old-space-size=256', '--input-type=module', '-e', source], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--max-old-space-size=256', '--input-type=module', '-e', source],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.resume();

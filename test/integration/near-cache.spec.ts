@@ -29,7 +29,11 @@ afterAll(async () => {
   await stopAllRedisServers();
 });
 
-async function pods(count: number, urls: readonly string[] = [], store: Partial<RedisStoreOptions> = {}) {
+async function pods(
+  count: number,
+  urls: readonly string[] = [],
+  store: Partial<RedisStoreOptions> = {},
+) {
   const namespace = `near${(run += 1)}`;
   const started = Array.from({ length: count }, (_, i) => {
     const redis = new RedisStore({
@@ -68,7 +72,8 @@ describe('near cache', () => {
       // Every pod reads the key first, so each holds a copy to keep coherent. What they read is
       // what the operation supersedes (a refresh those reads started may still load anew after it).
       const before = new Set<unknown>();
-      for (const pod of all) before.add((await pod.engine.read(key, async () => `loaded-${(written += 1)}`)).value);
+      for (const pod of all)
+        before.add((await pod.engine.read(key, async () => `loaded-${(written += 1)}`)).value);
       let op: string;
       if (roll < 0.4) {
         op = 'set';
@@ -89,7 +94,11 @@ describe('near cache', () => {
         superseded: false,
       });
       for (const pod of all) {
-        await eventually(async () => !superseded(await pod.engine.peek(key)), TRUST_BOUND_MS, JSON.stringify(where));
+        await eventually(
+          async () => !superseded(await pod.engine.peek(key)),
+          TRUST_BOUND_MS,
+          JSON.stringify(where),
+        );
       }
     }
   });
@@ -104,10 +113,16 @@ describe('near cache', () => {
     proxy.dropWhere((connection) => connection.isSubscriber);
     await other!.engine.delete('k');
     await sleep(TRUST_BOUND_MS + 100);
-    await expect(cut!.engine.read('k', async () => 'reloaded')).resolves.toMatchObject({ value: 'reloaded' });
+    await expect(cut!.engine.read('k', async () => 'reloaded')).resolves.toMatchObject({
+      value: 'reloaded',
+    });
     // Back: copies kept while unsubscribed are dropped, and it follows notifications again.
     proxy.restore();
-    await eventually(async () => cut!.store.nearCache.trusted, 5_000, 'the cut pod to trust its copies again');
+    await eventually(
+      async () => cut!.store.nearCache.trusted,
+      5_000,
+      'the cut pod to trust its copies again',
+    );
     expect(cut!.store.nearCache.entries).toBeLessThanOrEqual(1);
     await other!.engine.set('k', 'after');
     await eventually(
@@ -123,7 +138,9 @@ describe('near cache', () => {
     server.freeze();
     try {
       const values = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => pod!.engine.getOrLoad(`k${i}`, async () => 'reloaded')),
+        Array.from({ length: 20 }, (_, i) =>
+          pod!.engine.getOrLoad(`k${i}`, async () => 'reloaded'),
+        ),
       );
       expect(values).toEqual(Array.from({ length: 20 }, (_, i) => `v${i}`));
       expect(pod!.engine.stats().storeErrors).toBe(0);
@@ -136,12 +153,15 @@ describe('near cache', () => {
     const maxBytes = 200_000;
     const [pod] = await pods(1, [], { nearCache: { maxBytes } });
     const big = 'x'.repeat(10_000);
-    for (let i = 0; i < 100; i += 1) await pod!.engine.getOrLoad(`big${i}`, async () => `${big}${i}`);
+    for (let i = 0; i < 100; i += 1)
+      await pod!.engine.getOrLoad(`big${i}`, async () => `${big}${i}`);
     const { entries, bytes } = pod!.store.nearCache;
     expect(bytes).toBeLessThanOrEqual(maxBytes);
     expect(entries).toBeGreaterThan(0);
     expect(entries).toBeLessThan(100);
     // Evicted copies are read from Redis again.
-    await expect(pod!.engine.read('big0', async () => 'reloaded')).resolves.toMatchObject({ path: 'fresh' });
+    await expect(pod!.engine.read('big0', async () => 'reloaded')).resolves.toMatchObject({
+      path: 'fresh',
+    });
   });
 });

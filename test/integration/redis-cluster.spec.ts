@@ -24,7 +24,11 @@ describe('Redis Cluster (3 masters)', () => {
     try {
       const loader = countedLoader((call) => `v${call}`, 100);
       const herd = (key: string): Promise<string[]> =>
-        Promise.all(pods.flatMap((pod) => Array.from({ length: 250 }, () => pod.engine.getOrLoad(key, loader))));
+        Promise.all(
+          pods.flatMap((pod) =>
+            Array.from({ length: 250 }, () => pod.engine.getOrLoad(key, loader)),
+          ),
+        );
       await expect(herd('cold')).resolves.toEqual(Array(2_000).fill('v1'));
       expect(loader.calls).toBe(1);
       await new Promise((resolve) => setTimeout(resolve, 300));
@@ -45,7 +49,8 @@ describe('Redis Cluster (3 masters)', () => {
     });
     try {
       const keys = Array.from({ length: 30 }, (_, i) => `product:${i}`);
-      for (const key of keys) await pods[0]!.engine.getOrLoad(key, async () => key, { tags: ['products'] });
+      for (const key of keys)
+        await pods[0]!.engine.getOrLoad(key, async () => key, { tags: ['products'] });
       for (const key of keys)
         await expect(pods[1]!.engine.read(key, async () => 'wrong')).resolves.toMatchObject({
           value: key,
@@ -58,7 +63,9 @@ describe('Redis Cluster (3 masters)', () => {
         2_000,
         'pod 0 to see the expiry',
       );
-      await expect(pods[0]!.engine.read('product:7', async () => 'refreshed')).resolves.toMatchObject({
+      await expect(
+        pods[0]!.engine.read('product:7', async () => 'refreshed'),
+      ).resolves.toMatchObject({
         value: 'product:7',
         path: 'stale',
       });

@@ -27,7 +27,12 @@ afterAll(async () => {
 });
 
 /** One pod on its own connections (through `url`, a proxy's or the server's), not waiting for Redis. */
-function pod(namespace: string, url: string, policy?: CachePolicy, store: Partial<RedisStoreOptions> = {}) {
+function pod(
+  namespace: string,
+  url: string,
+  policy?: CachePolicy,
+  store: Partial<RedisStoreOptions> = {},
+) {
   const redis = new RedisStore({ url, namespace, ...store });
   const engine = new HerdEngine({ store: redis, policy });
   const each = { engine, store: redis };
@@ -56,18 +61,23 @@ describe('Redis faults: a stuck lease owner', () => {
       return 'taken over';
     });
     const waiting = others.flatMap((other) =>
-      Array.from({ length: 50 }, () => other.engine.getOrLoad('k', takeover).catch((error: unknown) => error)),
+      Array.from({ length: 50 }, () =>
+        other.engine.getOrLoad('k', takeover).catch((error: unknown) => error),
+      ),
     );
     const answers = await Promise.all(waiting);
     expect(answers.every((answer) => answer === 'taken over')).toBe(true);
     expect(takeover.calls).toBe(1);
     // A new burst finds the value.
     const later = await Promise.all(others.map((other) => other.engine.read('k', takeover)));
-    expect(later.every((result) => result.value === 'taken over' && result.path === 'fresh')).toBe(true);
+    expect(later.every((result) => result.value === 'taken over' && result.path === 'fresh')).toBe(
+      true,
+    );
     // The stuck load ends late: its callers get its value, nobody else does.
     stuck.resolve('stuck');
     await expect(first).resolves.toBe('stuck');
-    for (const each of all) await expect(each.engine.getOrLoad('k', takeover)).resolves.toBe('taken over');
+    for (const each of all)
+      await expect(each.engine.getOrLoad('k', takeover)).resolves.toBe('taken over');
     expect(takeover.calls).toBe(1);
   }, 30_000);
 });
@@ -77,7 +87,10 @@ describe('Redis faults: notifications are a hint', () => {
     const proxy = await FaultProxy.start(server);
     proxy.refuseNew();
     const namespace = `faults${(run += 1)}`;
-    const late = pod(namespace, proxy.url, undefined, { commandTimeout: '200ms', breakerCooldown: '200ms' });
+    const late = pod(namespace, proxy.url, undefined, {
+      commandTimeout: '200ms',
+      breakerCooldown: '200ms',
+    });
     await expect(late.store.ready(300)).resolves.toBe(false);
     expect(late.store.health().status).not.toBe('up');
     proxy.restore();
@@ -130,13 +143,18 @@ describe('Redis faults: no orphan lease, no blocking key', () => {
     const proxy = await FaultProxy.start(server);
     const namespace = `faults${(run += 1)}`;
     const policy: CachePolicy = { waitTimeout: '2s' };
-    const slow = pod(namespace, proxy.url, policy, { commandTimeout: '100ms', breakerThreshold: 100 });
+    const slow = pod(namespace, proxy.url, policy, {
+      commandTimeout: '100ms',
+      breakerThreshold: 100,
+    });
     const other = pod(namespace, server.url, policy);
     await Promise.all([slow.store.ready(), other.store.ready()]);
     await slow.store.get('warm-up'); // scripts and connection ready
     // Replies to the slow pod are held: its commands run on Redis, but it times out waiting.
     proxy.pause('toClient');
-    await expect(slow.engine.getOrLoad('k', async () => 'loaded alone')).resolves.toBe('loaded alone');
+    await expect(slow.engine.getOrLoad('k', async () => 'loaded alone')).resolves.toBe(
+      'loaded alone',
+    );
     // The lease its acquire took on Redis must not keep the key from the other pods for long.
     await expect(other.engine.getOrLoad('k', async () => 'loaded by the other pod')).resolves.toBe(
       'loaded by the other pod',
@@ -170,7 +188,10 @@ describe('Redis faults: the fallback honours invalidations', () => {
       const proxy = await FaultProxy.start(server);
       const namespace = `faults${(run += 1)}`;
       const policy: CachePolicy = { soft: '1h' };
-      const cut = pod(namespace, proxy.url, policy, { commandTimeout: '100ms', breakerThreshold: 1 });
+      const cut = pod(namespace, proxy.url, policy, {
+        commandTimeout: '100ms',
+        breakerThreshold: 1,
+      });
       const other = pod(namespace, server.url, policy);
       await Promise.all([cut.store.ready(), other.store.ready()]);
       await cut.engine.getOrLoad('k', async () => 'before');
@@ -232,7 +253,9 @@ describe('Redis faults: tag operations at scale', () => {
       await expect(engine.expireTag('bulk')).resolves.toBe(count);
       expect(store.health()).toEqual({ status: 'up', breaker: 'closed' });
       expect(engine.stats().storeErrors).toBe(0);
-      await expect(engine.read(`item:${count - 1}`, async () => -1)).resolves.toMatchObject({ path: 'stale' });
+      await expect(engine.read(`item:${count - 1}`, async () => -1)).resolves.toMatchObject({
+        path: 'stale',
+      });
     } finally {
       raw.disconnect();
     }
@@ -253,7 +276,11 @@ describe('Redis faults: recovery without traffic', () => {
     for (let i = 0; i < 3; i += 1) await cut.engine.getOrLoad(`k${i}`, async () => 'v');
     expect(cut.store.health().breaker).toBe('open');
     proxy.restore();
-    await until(() => cut.store.health().status === 'up', 5_000, 'the store to recover without traffic');
+    await until(
+      () => cut.store.health().status === 'up',
+      5_000,
+      'the store to recover without traffic',
+    );
     expect(cut.store.health()).toEqual({ status: 'up', breaker: 'closed' });
   });
 });
@@ -262,7 +289,10 @@ describe('Redis faults: counting', () => {
   it('counts a failed command once, however many callers shared it', async () => {
     const proxy = await FaultProxy.start(server);
     const namespace = `faults${(run += 1)}`;
-    const cut = pod(namespace, proxy.url, undefined, { commandTimeout: '100ms', breakerThreshold: 100 });
+    const cut = pod(namespace, proxy.url, undefined, {
+      commandTimeout: '100ms',
+      breakerThreshold: 100,
+    });
     await cut.store.ready();
     proxy.blackhole();
     const reads = Array.from({ length: 50 }, () =>

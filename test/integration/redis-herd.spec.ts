@@ -28,13 +28,20 @@ afterAll(async () => {
 });
 
 /** Every caller of every pod asks for `key` at once. */
-function herd(key: string, loader: () => Promise<string>): Promise<Array<{ value: string; path: string }>> {
-  return Promise.all(pods.flatMap((pod) => Array.from({ length: CALLERS }, () => pod.engine.read(key, loader))));
+function herd(
+  key: string,
+  loader: () => Promise<string>,
+): Promise<Array<{ value: string; path: string }>> {
+  return Promise.all(
+    pods.flatMap((pod) => Array.from({ length: CALLERS }, () => pod.engine.read(key, loader))),
+  );
 }
 
 async function settled(): Promise<void> {
   await until(() =>
-    pods.every((pod) => pod.engine.activity().inflight === 0 && pod.engine.activity().pendingStoreOps === 0),
+    pods.every(
+      (pod) => pod.engine.activity().inflight === 0 && pod.engine.activity().pendingStoreOps === 0,
+    ),
   );
 }
 
@@ -140,7 +147,10 @@ describe('Redis store: one load for the whole cluster', () => {
       const scripts = (counts: Record<string, number>) => ({
         get: counts['mget'] ?? 0,
         scripts: (counts['eval'] ?? 0) + (counts['evalsha'] ?? 0),
-        total: Object.entries(counts).reduce((sum, [name, count]) => (name === 'publish' ? sum : sum + count), 0),
+        total: Object.entries(counts).reduce(
+          (sum, [name, count]) => (name === 'publish' ? sum : sum + count),
+          0,
+        ),
       });
       // load: one read (MGET of envelope and version) + the acquire-lease script + the fill script.
       expect(scripts(load)).toEqual({ get: 1, scripts: 2, total: 3 });
@@ -152,15 +162,25 @@ describe('Redis store: one load for the whole cluster', () => {
   it.each([
     [true, 0],
     [false, 1],
-  ])('answers 64 concurrent readers of one hot key with at most one read (near cache %s)', async (nearCache, reads) => {
-    pods = await startPods({ count: 1, url: server.url, namespace: namespace(), store: { nearCache } });
-    const engine = pods[0]!.engine;
-    await engine.getOrLoad('shared', async () => 'v');
-    const stats = await roundTrips(() =>
-      Promise.all(Array.from({ length: 64 }, () => engine.getOrLoad('shared', async () => 'unused'))),
-    );
-    expect(stats['mget'] ?? 0).toBe(reads);
-  });
+  ])(
+    'answers 64 concurrent readers of one hot key with at most one read (near cache %s)',
+    async (nearCache, reads) => {
+      pods = await startPods({
+        count: 1,
+        url: server.url,
+        namespace: namespace(),
+        store: { nearCache },
+      });
+      const engine = pods[0]!.engine;
+      await engine.getOrLoad('shared', async () => 'v');
+      const stats = await roundTrips(() =>
+        Promise.all(
+          Array.from({ length: 64 }, () => engine.getOrLoad('shared', async () => 'unused')),
+        ),
+      );
+      expect(stats['mget'] ?? 0).toBe(reads);
+    },
+  );
 });
 
 describe('Redis store: lease and write safety', () => {
@@ -210,10 +230,14 @@ describe('Redis store: lease and write safety', () => {
       await raw.hset(store.keys.for('a-hash').value, 'field', 'value');
       await raw.set(
         store.keys.for('old-format').value,
-        encodeEntry({ value: 1, version: 1, createdAt: 1, softExpireAt: 2, hardExpireAt: 3, loadMs: 0 }).replace(
-          '"v":2',
-          '"v":1',
-        ),
+        encodeEntry({
+          value: 1,
+          version: 1,
+          createdAt: 1,
+          softExpireAt: 2,
+          hardExpireAt: 3,
+          loadMs: 0,
+        }).replace('"v":2', '"v":1'),
       );
       for (const key of ['garbage', 'a-hash', 'old-format']) {
         await expect(engine.read(key, async () => `reloaded ${key}`)).resolves.toMatchObject({
@@ -259,14 +283,23 @@ describe('Redis store: lease and write safety', () => {
   ] as const)(
     'fails fast with a typed error naming where a value the %s serializer cannot hold (%s) is, and writes nothing',
     async (serializer, _what, value, path) => {
-      pods = await startPods({ count: 1, url: server.url, namespace: namespace(), policy: { serializer } });
+      pods = await startPods({
+        count: 1,
+        url: server.url,
+        namespace: namespace(),
+        policy: { serializer },
+      });
       await expect(pods[0]!.engine.getOrLoad('bad', async () => value)).rejects.toMatchObject({
         code: 'HERD_GUARD_SERIALIZATION',
         key: 'bad',
         path,
       });
-      await expect(Promise.resolve(pods[0]!.store.get('bad'))).resolves.toMatchObject({ entry: undefined });
-      await expect(pods[0]!.store.acquireLease('bad', 1_000).then((attempt) => attempt.lease)).resolves.toBeDefined();
+      await expect(Promise.resolve(pods[0]!.store.get('bad'))).resolves.toMatchObject({
+        entry: undefined,
+      });
+      await expect(
+        pods[0]!.store.acquireLease('bad', 1_000).then((attempt) => attempt.lease),
+      ).resolves.toBeDefined();
     },
   );
 
@@ -382,7 +415,9 @@ describe('Redis store: invalidation', () => {
       await b.invalidate('k', 'delete');
       await expect(woken).resolves.toBe(true);
       await expect(Promise.resolve(b.get('k'))).resolves.toMatchObject({ entry: undefined });
-      await expect(b.acquireLease('k', 1_000).then((attempt) => attempt.lease)).resolves.toBeDefined();
+      await expect(
+        b.acquireLease('k', 1_000).then((attempt) => attempt.lease),
+      ).resolves.toBeDefined();
     } finally {
       watch.close();
     }
@@ -403,11 +438,15 @@ describe('engine on Redis: wait timeout', () => {
       () => new Promise<string>((resolve) => (release = () => resolve('late'))),
     );
     await until(() => pods[0]!.engine.activity().loaders === 1);
-    await expect(pods[1]!.engine.getOrLoad('slow', async () => 'taken over')).resolves.toBe('taken over');
+    await expect(pods[1]!.engine.getOrLoad('slow', async () => 'taken over')).resolves.toBe(
+      'taken over',
+    );
     release();
     await expect(owner).resolves.toBe('late');
     expect(pods[0]!.engine.stats().loads.fenced).toBe(1);
-    await expect(pods[0]!.engine.getOrLoad('slow', async () => 'unused')).resolves.toBe('taken over');
+    await expect(pods[0]!.engine.getOrLoad('slow', async () => 'unused')).resolves.toBe(
+      'taken over',
+    );
   });
 
   it('works with a client the user passes in', async () => {

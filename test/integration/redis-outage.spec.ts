@@ -20,7 +20,13 @@ let pods: Pod[] = [];
 
 beforeEach(async () => {
   server = await RedisServer.start();
-  pods = await startPods({ count: 2, url: server.url, namespace: 'outage', policy: POLICY, store: STORE });
+  pods = await startPods({
+    count: 2,
+    url: server.url,
+    namespace: 'outage',
+    policy: POLICY,
+    store: STORE,
+  });
 });
 
 afterEach(async () => {
@@ -105,7 +111,9 @@ describe('Redis outage', () => {
     expect(pods.every((pod) => pod.engine.stats().storeErrors > 0)).toBe(true);
 
     await server.restart();
-    const after = await traffic(10_000, loaders, () => pods.every((pod) => pod.store.health().status === 'up'));
+    const after = await traffic(10_000, loaders, () =>
+      pods.every((pod) => pod.store.health().status === 'up'),
+    );
     expect(after.errors).toEqual([]);
     expect(pods.map((pod) => pod.store.health())).toEqual([
       { status: 'up', breaker: 'closed' },
@@ -115,7 +123,9 @@ describe('Redis outage', () => {
     // Leases and notifications work again (scripts reloaded, subscriber re-subscribed): one load.
     const cold = countedLoader(() => 'after-restart', 100);
     const values = await Promise.all(
-      pods.flatMap((pod) => Array.from({ length: 100 }, () => pod.engine.getOrLoad('cold-after-restart', cold))),
+      pods.flatMap((pod) =>
+        Array.from({ length: 100 }, () => pod.engine.getOrLoad('cold-after-restart', cold)),
+      ),
     );
     expect(values.every((value) => value === 'after-restart')).toBe(true);
     expect(cold.calls).toBe(1);
@@ -136,7 +146,9 @@ describe('Redis outage', () => {
       server.thaw();
     }
     const loaders = [podLoader(0), podLoader(1)];
-    const after = await traffic(10_000, loaders, () => pods.every((pod) => pod.store.health().status === 'up'));
+    const after = await traffic(10_000, loaders, () =>
+      pods.every((pod) => pod.store.health().status === 'up'),
+    );
     expect(after.errors).toEqual([]);
     expect(pods.map((pod) => pod.store.health().status)).toEqual(['up', 'up']);
   });
@@ -145,7 +157,9 @@ describe('Redis outage', () => {
     await server.kill();
     const loader = countedLoader(() => 'loaded-without-redis');
     for (let i = 0; i < 5; i += 1) {
-      await expect(pods[0]!.engine.getOrLoad(`k${i}`, loader)).resolves.toBe('loaded-without-redis');
+      await expect(pods[0]!.engine.getOrLoad(`k${i}`, loader)).resolves.toBe(
+        'loaded-without-redis',
+      );
     }
     expect(pods[0]!.store.health()).toMatchObject({ status: 'degraded', breaker: 'open' });
   });

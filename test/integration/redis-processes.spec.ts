@@ -72,14 +72,18 @@ describe('pods in separate OS processes', () => {
       const loader = countedLoader(() => 'recovered', 50);
       const startedAt = Date.now();
       const values = await Promise.all(
-        pods.flatMap((pod) => Array.from({ length: 50 }, () => pod.engine.getOrLoad('orphaned', loader))),
+        pods.flatMap((pod) =>
+          Array.from({ length: 50 }, () => pod.engine.getOrLoad('orphaned', loader)),
+        ),
       );
       const waitedMs = Date.now() - startedAt;
       expect(values.every((value) => value === 'recovered')).toBe(true);
       expect(loader.calls).toBe(1);
       // Nobody waited for the whole wait timeout: the orphaned lease expired and one pod took over.
       expect(waitedMs).toBeLessThan(5_000);
-      expect(pods.reduce((sum, pod) => sum + pod.engine.stats().leases.contended, 0)).toBeGreaterThan(0);
+      expect(
+        pods.reduce((sum, pod) => sum + pod.engine.stats().leases.contended, 0),
+      ).toBeGreaterThan(0);
     } finally {
       await stopPods(pods);
       await holder.kill().catch(() => undefined);

@@ -25,7 +25,10 @@ afterEach(async () => {
   await stopAllFaultProxies();
 });
 
-function pod(connection: { url: string } | { client: Redis }, namespace: string): Promise<RedisPod> {
+function pod(
+  connection: { url: string } | { client: Redis },
+  namespace: string,
+): Promise<RedisPod> {
   return redis.pod({ ...connection, namespace, nearCache: false, commandTimeout: '2s' });
 }
 
@@ -36,7 +39,8 @@ async function mgetCalls(): Promise<number> {
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-const valueOf = (snapshot: StoreSnapshot): unknown => (snapshot.entry as { value?: unknown } | undefined)?.value;
+const valueOf = (snapshot: StoreSnapshot): unknown =>
+  (snapshot.entry as { value?: unknown } | undefined)?.value;
 
 describe('Redis store without the near cache: reads of a key', () => {
   it('cost at most one MGET per round trip: readers that come while one is out share the next', async () => {
@@ -63,7 +67,12 @@ describe('Redis store without the near cache: reads of a key', () => {
     const commands = await FaultProxy.start(redis.server);
     const notifications = await FaultProxy.start(redis.server);
     const client = new SplitConnections(
-      { host: redis.server.host, port: commands.port, enableOfflineQueue: false, maxRetriesPerRequest: 0 },
+      {
+        host: redis.server.host,
+        port: commands.port,
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 0,
+      },
       notifications.port,
     );
     client.on('error', () => undefined);
@@ -80,7 +89,8 @@ describe('Redis store without the near cache: reads of a key', () => {
     const mgets = await mgetCalls();
     const early = Promise.resolve(slow.store.get('k'));
     // Redis has run the MGET (the proxy, in this process, forwards it within a few turns)...
-    for (let attempt = 0; attempt < 200 && (await mgetCalls()) === mgets; attempt += 1) await sleep(5);
+    for (let attempt = 0; attempt < 200 && (await mgetCalls()) === mgets; attempt += 1)
+      await sleep(5);
     expect(await mgetCalls()).toBe(mgets + 1);
     // ...and only then does the other pod's write run and resolve, while the answer is on its way back.
     await other.engine.set('k', 'v2');

@@ -122,7 +122,12 @@ describe('ACQUIRE_LEASE (KEYS lease, version, value; ARGV token, ttl ms, takeove
   });
 
   it('starts an absent version above Redis TIME and answers an absent value as nil', async () => {
-    const [granted, version, current, repaired] = (await acquire('t1')) as [number, string, unknown, number];
+    const [granted, version, current, repaired] = (await acquire('t1')) as [
+      number,
+      string,
+      unknown,
+      number,
+    ];
     expect([granted, current, repaired]).toEqual([1, null, 0]);
     expect(version).toMatch(/^\d{16}$/);
     expect(Number(version)).toBeGreaterThan(Date.now() * 1_000 - 60_000_000);
@@ -245,7 +250,10 @@ describe('SET_VALUE (KEYS value, lease, version; ARGV envelope, px ms, channel, 
     evalScript(
       SET_VALUE,
       { target: target(), envelope: body, ttlMs: 60_000 },
-      { keys: [keys.value, keys.lease, keys.version], argv: [body, 60_000, keys.channel, KEY_PART, 16_384] },
+      {
+        keys: [keys.value, keys.lease, keys.version],
+        argv: [body, 60_000, keys.channel, KEY_PART, 16_384],
+      },
     );
 
   it('writes the envelope under the next version, revokes the lease and broadcasts w:<version>:...', async () => {
@@ -333,7 +341,10 @@ describe('INVALIDATE (KEYS value, lease, version; ARGV mode, channel, key part)'
     await expect(invalidate('delete')).resolves.toEqual([1, String(V + 1)]);
     await expect(client.exists(keys.value, keys.lease)).resolves.toBe(0);
     await expect(invalidate('delete')).resolves.toEqual([0, String(V + 2)]);
-    await expect(published()).resolves.toEqual([`d:${V + 1}:${KEY_PART}`, `d:${V + 2}:${KEY_PART}`]);
+    await expect(published()).resolves.toEqual([
+      `d:${V + 1}:${KEY_PART}`,
+      `d:${V + 2}:${KEY_PART}`,
+    ]);
   });
 });
 
@@ -357,7 +368,11 @@ describe('RELEASE_LEASE (KEYS lease; ARGV token, channel, key part, fence)', () 
 
 describe('EXTEND_LEASE (KEYS lease; ARGV token, ttl ms)', () => {
   const extend = (token: string) =>
-    evalScript(EXTEND_LEASE, { layout: layout(), token, ttlMs: 60_000 }, { keys: [keys.lease], argv: [token, 60_000] });
+    evalScript(
+      EXTEND_LEASE,
+      { layout: layout(), token, ttlMs: 60_000 },
+      { keys: [keys.lease], argv: [token, 60_000] },
+    );
 
   it('extends its own lease only', async () => {
     await expect(extend('holder')).resolves.toBe(0);
@@ -371,8 +386,13 @@ describe('EXTEND_LEASE (KEYS lease; ARGV token, ttl ms)', () => {
 
 describe('ADD_TO_INDEX (KEYS index; ARGV member, ttl ms) and INDEX_MEMBERS (KEYS index)', () => {
   const add = (member: string, ttlMs: number) =>
-    evalScript(ADD_TO_INDEX, { index: keys.index, member, ttlMs }, { keys: [keys.index], argv: [member, ttlMs] });
-  const members = () => evalScript(INDEX_MEMBERS, { index: keys.index }, { keys: [keys.index], argv: [] });
+    evalScript(
+      ADD_TO_INDEX,
+      { index: keys.index, member, ttlMs },
+      { keys: [keys.index], argv: [member, ttlMs] },
+    );
+  const members = () =>
+    evalScript(INDEX_MEMBERS, { index: keys.index }, { keys: [keys.index], argv: [] });
 
   it('keeps each member until its later deadline and the index as long as its longest member', async () => {
     await expect(add('a', 60_000)).resolves.toBe(1);

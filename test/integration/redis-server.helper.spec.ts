@@ -78,7 +78,10 @@ describe('RedisServer', () => {
   it('passes extra config args to redis-server', async () => {
     const server = await RedisServer.start({ args: ['--notify-keyspace-events', 'KEA'] });
 
-    const [, flags] = (await open(server.client()).config('GET', 'notify-keyspace-events')) as string[];
+    const [, flags] = (await open(server.client()).config(
+      'GET',
+      'notify-keyspace-events',
+    )) as string[];
     expect([...flags!].sort().join('')).toBe('AEK');
   });
 

@@ -27,8 +27,18 @@ export type Key = BaseKey | 'd';
 type Plan = 'fast' | 'slow' | 'fail' | 'hang';
 
 type Step =
-  | { readonly op: 'read'; readonly pod: number; readonly key: Key; readonly timeoutMs: number | null }
-  | { readonly op: 'update'; readonly pod: number; readonly key: BaseKey; readonly how: 'set' | 'expire' | 'delete' }
+  | {
+      readonly op: 'read';
+      readonly pod: number;
+      readonly key: Key;
+      readonly timeoutMs: number | null;
+    }
+  | {
+      readonly op: 'update';
+      readonly pod: number;
+      readonly key: BaseKey;
+      readonly how: 'set' | 'expire' | 'delete';
+    }
   | { readonly op: 'tag'; readonly pod: number; readonly how: 'expire' | 'delete' }
   | { readonly op: 'refresh'; readonly pod: number; readonly key: BaseKey };
 
@@ -161,7 +171,11 @@ class Model {
    * Per key: calls that revoke its lease (invalidations, refresh()), with the tick they resolved at
    * (`undefined` while running: the store may apply them at any moment until then).
    */
-  readonly #revocations: Record<Key, Array<{ resolvedAt: number | undefined }>> = { a: [], b: [], d: [] };
+  readonly #revocations: Record<Key, Array<{ resolvedAt: number | undefined }>> = {
+    a: [],
+    b: [],
+    d: [],
+  };
   readonly #running: Record<Key, Array<{ fence: number; since: Since }>> = {
     a: [],
     b: [],
@@ -187,7 +201,14 @@ class Model {
 
   /** A write of `key` standing for database version `dbv` starts; call the result when it resolves. */
   write(key: BaseKey, dbv: number, kind: Write['kind'], pod = 0): () => void {
-    const write: Write = { dbv, kind, issuedAt: this.tick(), resolvedAt: undefined, pod, resolvedAtMs: undefined };
+    const write: Write = {
+      dbv,
+      kind,
+      issuedAt: this.tick(),
+      resolvedAt: undefined,
+      pod,
+      resolvedAtMs: undefined,
+    };
     this.#writes[key].push(write);
     return () => {
       write.resolvedAt = this.tick();
@@ -200,10 +221,16 @@ class Model {
    * before the read stands for `dbv` or older, unless `dbv` is the value of a set() that overlapped
    * that write (concurrent writes reach the store in either order, and the later arrival wins).
    */
-  #fresh(key: BaseKey, dbv: number, startedAt: number, reader: Reader | undefined): string | undefined {
+  #fresh(
+    key: BaseKey,
+    dbv: number,
+    startedAt: number,
+    reader: Reader | undefined,
+  ): string | undefined {
     const source = this.#writes[key].find((write) => write.kind === 'set' && write.dbv === dbv);
     for (const write of this.#writes[key]) {
-      if (write.resolvedAt === undefined || write.resolvedAt >= startedAt || dbv >= write.dbv) continue;
+      if (write.resolvedAt === undefined || write.resolvedAt >= startedAt || dbv >= write.dbv)
+        continue;
       // Another pod hears of a write when its notification arrives: allow that lag, if configured.
       const lagging =
         reader !== undefined &&
@@ -212,7 +239,8 @@ class Model {
         reader.startedAtMs - write.resolvedAtMs < this.otherPodsLagMs;
       if (lagging) continue;
       const overlapped =
-        source !== undefined && (source.resolvedAt === undefined || source.resolvedAt > write.issuedAt);
+        source !== undefined &&
+        (source.resolvedAt === undefined || source.resolvedAt > write.issuedAt);
       if (!overlapped) return `${write.kind} of ${key}@${write.dbv} on pod ${write.pod}`;
     }
     return undefined;
@@ -255,7 +283,13 @@ class Model {
     return { tick: this.tick(), ms: performance.now() };
   }
 
-  checkRead(key: Key, startedAt: number, result: ReadResult<unknown>, readerNow: number, reader?: Reader): void {
+  checkRead(
+    key: Key,
+    startedAt: number,
+    result: ReadResult<unknown>,
+    readerNow: number,
+    reader?: Reader,
+  ): void {
     if (result.path !== 'stale' && !result.negative) {
       const values: BaseValue[] =
         key === 'd'
@@ -301,7 +335,9 @@ async function runScenario(
         throw new Error('backend failed');
       case 'hang':
         await new Promise((_, reject) => {
-          context.signal.addEventListener('abort', () => reject(context.signal.reason as Error), { once: true });
+          context.signal.addEventListener('abort', () => reject(context.signal.reason as Error), {
+            once: true,
+          });
         });
     }
   };
@@ -322,8 +358,12 @@ async function runScenario(
     async (context: LoadContext<unknown>): Promise<DerivedValue> => {
       const done = model.loadStarted('d', context.fence, since);
       try {
-        const a = (await engine.getOrLoad('a', baseLoader('a', since), { tags: [TAG] })) as BaseValue;
-        const b = (await engine.getOrLoad('b', baseLoader('b', since), { tags: [TAG] })) as BaseValue;
+        const a = (await engine.getOrLoad('a', baseLoader('a', since), {
+          tags: [TAG],
+        })) as BaseValue;
+        const b = (await engine.getOrLoad('b', baseLoader('b', since), {
+          tags: [TAG],
+        })) as BaseValue;
         await behave(context);
         return { a, b };
       } finally {
@@ -331,7 +371,8 @@ async function runScenario(
       }
     };
   const expectTyped = (error: unknown): void => {
-    if (!(error instanceof HerdGuardError)) model.violations.push(`untyped error: ${String(error)}`);
+    if (!(error instanceof HerdGuardError))
+      model.violations.push(`untyped error: ${String(error)}`);
   };
 
   try {
@@ -343,14 +384,21 @@ async function runScenario(
         case 'read': {
           const since = model.since();
           const startedAt = since.tick;
-          const loader = step.key === 'd' ? derivedLoader(engine, since) : baseLoader(step.key, since);
-          const options = { tags: step.key === 'd' ? undefined : [TAG], timeout: step.timeoutMs ?? undefined };
+          const loader =
+            step.key === 'd' ? derivedLoader(engine, since) : baseLoader(step.key, since);
+          const options = {
+            tags: step.key === 'd' ? undefined : [TAG],
+            timeout: step.timeoutMs ?? undefined,
+          };
           pending.push(
             engine
               .read(step.key, loader, options)
               .then(
                 (result) =>
-                  model.checkRead(step.key, startedAt, result, clockOf(pod)(), { pod, startedAtMs: since.ms }),
+                  model.checkRead(step.key, startedAt, result, clockOf(pod)(), {
+                    pod,
+                    startedAtMs: since.ms,
+                  }),
                 expectTyped,
               ),
           );
@@ -359,7 +407,12 @@ async function runScenario(
         case 'update': {
           const dbv = (model.db[step.key] += 1);
           const revoked = model.revoke(step.key);
-          const written = model.write(step.key, dbv, step.how === 'set' ? 'set' : 'invalidation', pod);
+          const written = model.write(
+            step.key,
+            dbv,
+            step.how === 'set' ? 'set' : 'invalidation',
+            pod,
+          );
           const done =
             step.how === 'set'
               ? engine.set(step.key, { key: step.key, dbv }, { tags: [TAG] })
@@ -409,12 +462,19 @@ async function runScenario(
       () =>
         engines.every((engine) => {
           const activity = engine.activity();
-          return activity.inflight + activity.armedWaits + activity.loaders + activity.pendingStoreOps === 0;
+          return (
+            activity.inflight +
+              activity.armedWaits +
+              activity.loaders +
+              activity.pendingStoreOps ===
+            0
+          );
         }),
       5_000,
       'every engine to be idle (no flight, armed wait, loader or pending store write)',
     );
-    if (cluster.watchers() !== 0) model.violations.push(`${cluster.watchers()} fill watches left registered`);
+    if (cluster.watchers() !== 0)
+      model.violations.push(`${cluster.watchers()} fill watches left registered`);
   } finally {
     await cluster.close();
   }
@@ -428,7 +488,10 @@ export async function checkModel(
   options: ModelOptions = {},
 ): Promise<void> {
   const numRuns = Number(process.env['HERD_MODEL_RUNS'] ?? defaultRuns);
-  const seed = process.env['HERD_MODEL_SEED'] === undefined ? undefined : Number(process.env['HERD_MODEL_SEED']);
+  const seed =
+    process.env['HERD_MODEL_SEED'] === undefined
+      ? undefined
+      : Number(process.env['HERD_MODEL_SEED']);
   const property = fc.asyncProperty(scenarioArbitrary(), async (scenario) => {
     const violations = await runScenario(scenario, start, options);
     expect(violations).toEqual([]);
@@ -480,12 +543,24 @@ const REGRESSIONS: readonly Scenario[] = [
     plans: ['fast', 'slow', 'hang', 'fast', 'slow', 'fast', 'hang', 'slow', 'hang', 'hang', 'slow'],
   },
   // A read after expire() must not join the load that read the row before it.
-  { offsetsMs: [0, 0], steps: [read(0, 'a'), update(1, 'a', 'expire', 5), read(0, 'a', 1)], plans: ['slow'] },
-  { offsetsMs: [0, 0], steps: [read(0, 'a'), update(0, 'a', 'delete', 5), read(0, 'a', 1)], plans: ['hang', 'fast'] },
+  {
+    offsetsMs: [0, 0],
+    steps: [read(0, 'a'), update(1, 'a', 'expire', 5), read(0, 'a', 1)],
+    plans: ['slow'],
+  },
+  {
+    offsetsMs: [0, 0],
+    steps: [read(0, 'a'), update(0, 'a', 'delete', 5), read(0, 'a', 1)],
+    plans: ['hang', 'fast'],
+  },
   // refresh() takes over a hung load: two leased loads, the first one revoked.
   {
     offsetsMs: [-5_000, -5_000],
-    steps: [read(0, 'b'), { gapMs: 0, step: { op: 'refresh', pod: 0, key: 'b' } }, update(0, 'a', 'set', 1)],
+    steps: [
+      read(0, 'b'),
+      { gapMs: 0, step: { op: 'refresh', pod: 0, key: 'b' } },
+      update(0, 'a', 'set', 1),
+    ],
     plans: ['hang'],
   },
   // Index deadlines on a pod whose clock is behind must not drop the dependency links.

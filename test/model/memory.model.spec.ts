@@ -9,7 +9,8 @@ describe('engine model on the memory store', () => {
       await checkModel(async (offsetsMs) => {
         const store = new MemoryStore();
         const engines = offsetsMs.map(
-          (offsetMs) => new HerdEngine({ store, policy: MODEL_POLICY, now: () => Date.now() + offsetMs }),
+          (offsetMs) =>
+            new HerdEngine({ store, policy: MODEL_POLICY, now: () => Date.now() + offsetMs }),
         );
         return {
           engines,

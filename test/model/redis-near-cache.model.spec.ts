@@ -13,7 +13,9 @@ const COMMAND_TIMEOUT_MS = 500;
  * arrives. Other pods are allowed the one bound the README states, 1 s + commandTimeout after the
  * call resolved; `HERD_MODEL_LAG_MS` tightens it (1,500 runs held at 100 ms on loopback).
  */
-const OTHER_PODS_LAG_MS = Number(process.env['HERD_MODEL_LAG_MS'] ?? HEARTBEAT_INTERVAL_MS + COMMAND_TIMEOUT_MS);
+const OTHER_PODS_LAG_MS = Number(
+  process.env['HERD_MODEL_LAG_MS'] ?? HEARTBEAT_INTERVAL_MS + COMMAND_TIMEOUT_MS,
+);
 
 let server: RedisServer;
 let run = 0;
@@ -34,11 +36,17 @@ describe('engine model on Redis with the near cache', () => {
         async (offsetsMs) => {
           const namespace = `near-model${(run += 1)}`;
           const stores = offsetsMs.map(
-            () => new RedisStore({ url: server.url, namespace, commandTimeout: COMMAND_TIMEOUT_MS }),
+            () =>
+              new RedisStore({ url: server.url, namespace, commandTimeout: COMMAND_TIMEOUT_MS }),
           );
           await Promise.all(stores.map((store) => store.ready(10_000)));
           const engines = stores.map(
-            (store, i) => new HerdEngine({ store, policy: MODEL_POLICY, now: () => Date.now() + offsetsMs[i]! }),
+            (store, i) =>
+              new HerdEngine({
+                store,
+                policy: MODEL_POLICY,
+                now: () => Date.now() + offsetsMs[i]!,
+              }),
           );
           return {
             engines,

@@ -21,10 +21,13 @@ describe('engine model on Redis', () => {
     async () => {
       await checkModel(async (offsetsMs) => {
         const namespace = `model${(run += 1)}`;
-        const stores = offsetsMs.map(() => new RedisStore({ url: server.url, namespace, nearCache: false }));
+        const stores = offsetsMs.map(
+          () => new RedisStore({ url: server.url, namespace, nearCache: false }),
+        );
         await Promise.all(stores.map((store) => store.ready(10_000)));
         const engines = stores.map(
-          (store, i) => new HerdEngine({ store, policy: MODEL_POLICY, now: () => Date.now() + offsetsMs[i]! }),
+          (store, i) =>
+            new HerdEngine({ store, policy: MODEL_POLICY, now: () => Date.now() + offsetsMs[i]! }),
         );
         return {
           engines,

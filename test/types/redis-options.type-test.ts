@@ -6,7 +6,9 @@
 import type { HerdGuardModuleOptions, HerdGuardRedisOptions } from '../../lib/index.js';
 import type { RedisStoreOptions } from '../../lib/redis.js';
 
-type SameKeys<A, B> = [Exclude<keyof A, keyof B>, Exclude<keyof B, keyof A>] extends [never, never] ? true : false;
+type SameKeys<A, B> = [Exclude<keyof A, keyof B>, Exclude<keyof B, keyof A>] extends [never, never]
+  ? true
+  : false;
 
 /** Both types have the same fields. */
 export const sameFields: SameKeys<RedisStoreOptions, HerdGuardRedisOptions> = true;

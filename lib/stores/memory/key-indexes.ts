@@ -5,7 +5,8 @@ const FULL_SWEEP_INTERVAL_MS = 60_000;
 
 /**
  * The memory store's indexes (keys by tag, keys derived from an input): each member is kept until
- * its deadline. An index is swept when it is read, when it doubles in size, and every index is swept
+ * its deadline. An index is swept when it is read, when it doubles in size, and every index is
+ * swept
  * at most once a minute when the store is used ({@link maybeSweep}), so the indexes hold about the
  * members added within their lifetime, whether or not anybody reads them.
  */
@@ -28,7 +29,8 @@ export class KeyIndexes {
     }
     members.set(key, Math.max(untilMs, members.get(key) ?? 0));
     // Power-of-two sizes trigger a sweep: amortised O(1) per insert.
-    if ((members.size & (members.size - 1)) === 0 && members.size >= 64) this.#sweep(name, members, this.now());
+    if ((members.size & (members.size - 1)) === 0 && members.size >= 64)
+      this.#sweep(name, members, this.now());
     this.maybeSweep();
   }
 

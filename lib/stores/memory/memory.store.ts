@@ -65,13 +65,18 @@ export class MemoryStore implements HerdStore {
     this.#now = options.now ?? Date.now;
     const maxEntries = options.maxEntries ?? 10_000;
     if (!Number.isInteger(maxEntries) || maxEntries < 1) {
-      throw new ConfigurationError('store.maxEntries', `expected a positive integer, received ${maxEntries}`);
+      throw new ConfigurationError(
+        'store.maxEntries',
+        `expected a positive integer, received ${maxEntries}`,
+      );
     }
     this.#entries = new LRUCache<string, Entry>({
       max: maxEntries,
-      // A value that leaves (evicted, expired, removed) takes its version with it: keep the floor above it.
+      // A value that leaves (evicted, expired, removed) takes its version with it: keep the floor
+      // above it.
       dispose: (entry, key, reason) => {
-        if (reason !== 'set' && !this.#leases.has(key)) this.#floor = Math.max(this.#floor, entry.version);
+        if (reason !== 'set' && !this.#leases.has(key))
+          this.#floor = Math.max(this.#floor, entry.version);
       },
     });
     this.#indexes = new KeyIndexes(this.#now);
@@ -140,14 +145,19 @@ export class MemoryStore implements HerdStore {
     return this.#indexes.members(index);
   }
 
-  async acquireLease(key: string, ttlMs: number, options: AcquireOptions = {}): Promise<LeaseAttempt> {
+  async acquireLease(
+    key: string,
+    ttlMs: number,
+    options: AcquireOptions = {},
+  ): Promise<LeaseAttempt> {
     const now = this.#now();
     const entry = this.#entries.get(key);
     const held = this.#leases.get(key);
     const version = this.#versionOf(entry, held);
     const free = held === undefined || held.expiresAt <= now;
     const stuck = options.takeover === 'stuck';
-    const takeover = !free && options.takeoverFrom === version && !(stuck && held.rescuedFrom !== undefined);
+    const takeover =
+      !free && options.takeoverFrom === version && !(stuck && held.rescuedFrom !== undefined);
     if (!free && !takeover) return { lease: undefined, current: { entry, version } };
     const lease: Lease = { key, token: randomUUID(), fence: ++this.#counter, ttlMs };
     this.#leases.set(key, {
@@ -190,7 +200,10 @@ export class MemoryStore implements HerdStore {
     this.#indexes.clear();
   }
 
-  /** The key's version: its entry's or its lease's, whichever is newer; the floor when it has neither. */
+  /**
+   * The key's version: its entry's or its lease's, whichever is newer; the floor when it has
+   * neither.
+   */
   #versionOf(entry: Entry | undefined, lease: HeldLease | undefined): number {
     if (entry === undefined && lease === undefined) return this.#floor;
     return Math.max(entry?.version ?? 0, lease?.fence ?? 0);

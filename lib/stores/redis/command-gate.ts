@@ -5,7 +5,8 @@ import { describeError, isReplyError } from './redis-connection.js';
 
 /**
  * Every command of a Redis store passes here: refused at once while the store is closed or the
- * breaker is open, failed after `commandTimeoutMs` without a reply, and counted towards the breaker.
+ * breaker is open, failed after `commandTimeoutMs` without a reply, and counted towards the
+ * breaker.
  * While the breaker is not closed, `probe` runs once per cooldown, so the store recovers without
  * traffic.
  */
@@ -33,7 +34,12 @@ export class CommandGate {
    * Sends one command; failures count towards opening the breaker. `late` receives the result of a
    * command whose reply came after its time limit (the command ran on Redis all the same).
    */
-  run<T>(operation: string, key: string | undefined, send: () => Promise<T>, late?: (result: T) => void): Promise<T> {
+  run<T>(
+    operation: string,
+    key: string | undefined,
+    send: () => Promise<T>,
+    late?: (result: T) => void,
+  ): Promise<T> {
     const refusal = this.refusal(operation, key);
     if (refusal !== undefined) return Promise.reject(refusal);
     return new Promise<T>((resolve, reject) => {
@@ -62,9 +68,17 @@ export class CommandGate {
   }
 
   /** Arms the time limit of a command sent by hand; `expire` receives its timeout error. */
-  deadline(operation: string, key: string | undefined, expire: (error: StoreError) => void): PendingCommand {
+  deadline(
+    operation: string,
+    key: string | undefined,
+    expire: (error: StoreError) => void,
+  ): PendingCommand {
     return this.#deadlines.track(() => {
-      const error = new StoreError(operation, `no reply within ${this.timeoutMs} ms (redis.commandTimeout)`, { key });
+      const error = new StoreError(
+        operation,
+        `no reply within ${this.timeoutMs} ms (redis.commandTimeout)`,
+        { key },
+      );
       this.#breaker.failure(error);
       expire(error);
     });

@@ -16,7 +16,10 @@ export interface FillMessage {
   readonly envelope: string | undefined;
 }
 
-/** `fill`: a load stored its value; `write`: `set()`; `stale`/`delete`: an invalidation; `release`: a lease let go without a value. */
+/**
+ * `fill`: a load stored its value; `write`: `set()`; `stale`/`delete`: an invalidation; `release`:
+ * a lease let go without a value.
+ */
 export type NotificationKind = 'fill' | 'write' | 'stale' | 'delete' | 'release';
 
 /** The one-letter kinds the scripts publish. */
@@ -37,7 +40,12 @@ export function keyPart(key: string): string {
 }
 
 /** A whole message, as the scripts publish it (for tests and tools). */
-export function encodeFillMessage(kind: NotificationKind, version: number, key: string, envelope?: string): string {
+export function encodeFillMessage(
+  kind: NotificationKind,
+  version: number,
+  key: string,
+  envelope?: string,
+): string {
   const code = Object.keys(KIND_CODES).find((candidate) => KIND_CODES[candidate] === kind) ?? 'r';
   const body = envelope !== undefined && envelope.length <= MAX_BROADCAST_ENVELOPE ? envelope : '';
   return `${code}:${version}:${keyPart(key)}${body}`;
@@ -55,7 +63,8 @@ export function decodeFillMessage(message: string): FillMessage | undefined {
   if (newline <= versionEnd + 1) return undefined;
   const lengthText = message.slice(versionEnd + 1, newline);
   const length = Number(lengthText);
-  if (!/^\d+$/.test(lengthText) || length < 1 || newline + 1 + length > message.length) return undefined;
+  if (!/^\d+$/.test(lengthText) || length < 1 || newline + 1 + length > message.length)
+    return undefined;
   const key = message.slice(newline + 1, newline + 1 + length);
   const rest = message.slice(newline + 1 + length);
   return { kind, key, version, envelope: rest === '' ? undefined : rest };

@@ -2,7 +2,8 @@
  * Rough heap cost of decoded values, for the near cache's byte bound. The serialized form alone
  * undercounts what the decoded value holds (a `Date` is 9 bytes serialized, several times that in
  * the heap), so each copy is charged its envelope plus this estimate. The figures are those of a
- * 64-bit V8 heap without pointer compression, rounded up: the bound errs on the side of fewer copies.
+ * 64-bit V8 heap without pointer compression, rounded up: the bound errs on the side of fewer
+ * copies.
  */
 
 /** A slot in an object or array: a pointer, or a small integer in place. */
@@ -32,7 +33,8 @@ export function estimateHeapBytes(value: unknown, serializedChars: number): numb
   let bytes = 0;
   let visited = 0;
   while (pending.length > 0) {
-    if ((visited += 1) > MAX_VISITED) return Math.max(bytes, serializedChars * UNVISITED_BYTES_PER_CHAR);
+    if ((visited += 1) > MAX_VISITED)
+      return Math.max(bytes, serializedChars * UNVISITED_BYTES_PER_CHAR);
     const next = pending.pop();
     switch (typeof next) {
       case 'string':
@@ -48,7 +50,8 @@ export function estimateHeapBytes(value: unknown, serializedChars: number): numb
         if (next === null || seen.has(next)) continue;
         seen.add(next);
         const own = objectBytes(next, pending);
-        // A collection too large to visit (a sparse array's length counts: its holes would be walked).
+        // A collection too large to visit (a sparse array's length counts: its holes would be
+        // walked).
         if (own === TOO_LARGE || pending.length > MAX_VISITED) {
           return Math.max(bytes, serializedChars * UNVISITED_BYTES_PER_CHAR);
         }
@@ -62,7 +65,10 @@ export function estimateHeapBytes(value: unknown, serializedChars: number): numb
   return bytes;
 }
 
-/** What {@link objectBytes} answers for an array, `Map` or `Set` with more members than are ever visited. */
+/**
+ * What {@link objectBytes} answers for an array, `Map` or `Set` with more members than are ever
+ * visited.
+ */
 const TOO_LARGE = -1;
 
 /**

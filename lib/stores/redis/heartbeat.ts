@@ -14,7 +14,10 @@ export const MISSED_HEARTBEATS_BEFORE_RESUBSCRIBE = 3;
 export interface HeartbeatLink {
   /** Publishes `message` on the store's channel; rejects when Redis did not take it. */
   publish(message: string): Promise<unknown>;
-  /** Replaces the subscriber connection (its next subscribe tells the store, which drops its copies). */
+  /**
+   * Replaces the subscriber connection (its next subscribe tells the store, which drops its
+   * copies).
+   */
   resubscribe(): void;
 }
 
@@ -29,7 +32,10 @@ export class Heartbeat {
   /** Identifies this store's heartbeats on the shared channel. */
   readonly #id = randomBytes(8).toString('base64url');
   readonly #timer: NodeJS.Timeout;
-  /** When the newest heartbeat heard back was sent (or the subscription confirmed): notifications are complete up to it. */
+  /**
+   * When the newest heartbeat heard back was sent (or the subscription confirmed): notifications
+   * are complete up to it.
+   */
   #completeUpTo = Number.NEGATIVE_INFINITY;
   /** The heartbeat last sent: when, and whether Redis took it. */
   #last: { readonly sentAt: number; published: boolean } | undefined;
@@ -38,7 +44,9 @@ export class Heartbeat {
 
   constructor(
     private readonly link: HeartbeatLink,
-    /** How far behind notifications may be for the near cache to answer hits: 1 s + commandTimeout. */
+    /**
+     * How far behind notifications may be for the near cache to answer hits: 1 s + commandTimeout.
+     */
     readonly boundMs: number,
     private readonly subscribed: () => boolean,
   ) {
@@ -51,7 +59,9 @@ export class Heartbeat {
     return this.subscribed() && performance.now() - this.#completeUpTo <= this.boundMs;
   }
 
-  /** A (re)subscribe sent at `sentAt` was confirmed: whatever is published after it is delivered. */
+  /**
+   * A (re)subscribe sent at `sentAt` was confirmed: whatever is published after it is delivered.
+   */
   confirmed(sentAt: number): void {
     this.#completeUpTo = Math.max(this.#completeUpTo, sentAt);
     this.#missed = 0;
@@ -85,10 +95,19 @@ export class Heartbeat {
     );
   }
 
-  /** The previous heartbeat reached Redis but has not come back: one more miss; enough of them, resubscribe. */
+  /**
+   * The previous heartbeat reached Redis but has not come back: one more miss; enough of them,
+   * resubscribe.
+   */
   #countMiss(): void {
     const last = this.#last;
-    if (last === undefined || !last.published || !this.subscribed() || this.#completeUpTo >= last.sentAt) return;
+    if (
+      last === undefined ||
+      !last.published ||
+      !this.subscribed() ||
+      this.#completeUpTo >= last.sentAt
+    )
+      return;
     this.#missed += 1;
     if (this.#missed < MISSED_HEARTBEATS_BEFORE_RESUBSCRIBE) return;
     this.#missed = 0;

@@ -26,10 +26,14 @@ export const NEAR_CACHE_DEFAULTS: Required<NearCacheOptions> = Object.freeze({
 
 /** What a copy costs besides its envelope: the key, the entry object, the LRU's bookkeeping. */
 const OVERHEAD_BYTES = 200;
-/** Versions announced per key are remembered this many keys back (to refuse an older read's copy). */
+/**
+ * Versions announced per key are remembered this many keys back (to refuse an older read's copy).
+ */
 const ANNOUNCED_KEYS = 10_000;
 
-/** The newest version announced for a key, and the announcement's place in this cache's sequence. */
+/**
+ * The newest version announced for a key, and the announcement's place in this cache's sequence.
+ */
 interface Announcement {
   readonly version: number;
   readonly at: number;
@@ -51,9 +55,14 @@ export interface KeepOptions {
 interface Copy {
   /** What a hit returns: the entry and its version, one object for every hit. */
   readonly snapshot: StoreSnapshot & { readonly entry: Entry };
-  /** The string it was read from (`undefined` when not known): an unchanged one is not decoded again. */
+  /**
+   * The string it was read from (`undefined` when not known): an unchanged one is not decoded
+   * again.
+   */
   readonly raw: string | undefined;
-  /** Loaded by this process while Redis could not be reached: newer than anything Redis may hold. */
+  /**
+   * Loaded by this process while Redis could not be reached: newer than anything Redis may hold.
+   */
   readonly local: boolean;
   readonly bytes: number;
 }
@@ -85,7 +94,11 @@ export class NearCache {
       },
     });
     const { maxEntries, maxBytes } = { ...NEAR_CACHE_DEFAULTS, ...options };
-    this.#copies = new LRUCache({ max: maxEntries, maxSize: maxBytes, sizeCalculation: (copy) => copy.bytes });
+    this.#copies = new LRUCache({
+      max: maxEntries,
+      maxSize: maxBytes,
+      sizeCalculation: (copy) => copy.bytes,
+    });
     // Copies leave at their hard expiry, as the envelopes in Redis do (a TTL per copy).
   }
 
@@ -109,7 +122,9 @@ export class NearCache {
     return this.#copies.has(key);
   }
 
-  /** Where the sequence stands: taken when a read is sent, passed back as `since` with its reply. */
+  /**
+   * Where the sequence stands: taken when a read is sent, passed back as `since` with its reply.
+   */
   mark(): number {
     return this.#sequence;
   }
@@ -146,9 +161,14 @@ export class NearCache {
     if (!local) {
       if (options.since !== undefined && options.since < this.#trustedFrom) return;
       const copy = this.#copies.get(key);
-      if (entry.version < this.#announcedVersion(key) || (copy?.snapshot.entry.version ?? 0) > entry.version) return;
+      if (
+        entry.version < this.#announcedVersion(key) ||
+        (copy?.snapshot.entry.version ?? 0) > entry.version
+      )
+        return;
     }
-    const bytes = OVERHEAD_BYTES + 2 * envelope.length + estimateHeapBytes(entry.value, envelope.length);
+    const bytes =
+      OVERHEAD_BYTES + 2 * envelope.length + estimateHeapBytes(entry.value, envelope.length);
     const raw = options.raw === false ? undefined : envelope;
     this.#copies.set(
       key,
@@ -160,7 +180,8 @@ export class NearCache {
   /** A change of `key` at `version` (a fill, a write, an invalidation) was announced. */
   announce(key: string, version: number): void {
     this.#sequence += 1;
-    if (version > this.#announcedVersion(key)) this.#announced.set(key, { version, at: this.#sequence });
+    if (version > this.#announcedVersion(key))
+      this.#announced.set(key, { version, at: this.#sequence });
   }
 
   /** An invalidation of `key` at `version` made here or heard of. */
@@ -183,7 +204,9 @@ export class NearCache {
     if (copy !== undefined && copy.snapshot.entry.version < version) this.#copies.delete(key);
   }
 
-  /** What to answer for `key` while Redis cannot: stale, unless this process loaded it meanwhile. */
+  /**
+   * What to answer for `key` while Redis cannot: stale, unless this process loaded it meanwhile.
+   */
   fallback(key: string): Entry | undefined {
     const copy = this.#copies.get(key);
     if (copy === undefined) return undefined;
@@ -191,7 +214,10 @@ export class NearCache {
     return copy.local || entry.invalidated === true ? entry : markedStale(entry, entry.version);
   }
 
-  /** Forgets every copy (they may have missed notifications), and refuses those of reads sent before. */
+  /**
+   * Forgets every copy (they may have missed notifications), and refuses those of reads sent
+   * before.
+   */
   clear(): void {
     this.#copies.clear();
     this.#sequence += 1;

@@ -9,7 +9,10 @@ import { closeConnection, subscriberFor } from './redis-connection.js';
  */
 export class NotificationSubscriber {
   readonly #connection: Redis | Cluster;
-  /** Written by the connection's events: true from a successful SUBSCRIBE until the connection drops. */
+  /**
+   * Written by the connection's events: true from a successful SUBSCRIBE until the connection
+   * drops.
+   */
   #subscribed = false;
   #closed = false;
   /** Callers of {@link whenSubscribed} waiting for the next subscribe. */

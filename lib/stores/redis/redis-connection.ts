@@ -22,7 +22,9 @@ import {
  * Each takes the KEYS and ARGV its script's `args` lays out, and answers what the script returns.
  */
 interface HerdGuardCommands {
-  herdGuardAcquire(...args: ScriptArgs<typeof ACQUIRE_LEASE>): Promise<[number, string, string | null, number]>;
+  herdGuardAcquire(
+    ...args: ScriptArgs<typeof ACQUIRE_LEASE>
+  ): Promise<[number, string, string | null, number]>;
   herdGuardFill(...args: ScriptArgs<typeof FILL>): Promise<number>;
   herdGuardSet(...args: ScriptArgs<typeof SET_VALUE>): Promise<string>;
   herdGuardInvalidate(...args: ScriptArgs<typeof INVALIDATE>): Promise<[number, string]>;
@@ -34,7 +36,10 @@ interface HerdGuardCommands {
 
 export type Client = (Redis | Cluster) & HerdGuardCommands;
 
-/** Safe defaults for connections herd-guard opens: fail fast instead of queueing while Redis is away. */
+/**
+ * Safe defaults for connections herd-guard opens: fail fast instead of queueing while Redis is
+ * away.
+ */
 const CONNECTION_DEFAULTS: RedisOptions = {
   enableOfflineQueue: false,
   maxRetriesPerRequest: 0,
@@ -74,7 +79,9 @@ export function defineCommands(client: Redis | Cluster): Client {
   return client as Client;
 }
 
-/** A dedicated connection for SUBSCRIBE; unlike command connections it may queue until connected. */
+/**
+ * A dedicated connection for SUBSCRIBE; unlike command connections it may queue until connected.
+ */
 export function subscriberFor(client: Redis | Cluster): Redis | Cluster {
   if (client instanceof Cluster) return client.duplicate(undefined, { enableOfflineQueue: true });
   return client.duplicate({ enableOfflineQueue: true, disconnectTimeout: 200 });
@@ -84,16 +91,25 @@ export async function closeConnection(connection: Redis | Cluster): Promise<void
   if (connection.status === 'end') return;
   try {
     if (connection.status !== 'ready') throw new Error('not connected');
-    await Promise.race([connection.quit(), new Promise((_, reject) => setTimeout(reject, 1_000).unref())]);
+    await Promise.race([
+      connection.quit(),
+      new Promise((_, reject) => setTimeout(reject, 1_000).unref()),
+    ]);
   } catch {
     connection.disconnect();
   }
 }
 
 export function validateStoreOptions(options: RedisStoreOptions): void {
-  const sources = [options.url, options.client, options.cluster].filter((source) => source !== undefined);
-  if (sources.length > 1) throw new ConfigurationError('redis', 'give only one of url, client and cluster');
-  if (options.redisOptions !== undefined && (options.client !== undefined || options.cluster !== undefined)) {
+  const sources = [options.url, options.client, options.cluster].filter(
+    (source) => source !== undefined,
+  );
+  if (sources.length > 1)
+    throw new ConfigurationError('redis', 'give only one of url, client and cluster');
+  if (
+    options.redisOptions !== undefined &&
+    (options.client !== undefined || options.cluster !== undefined)
+  ) {
     throw new ConfigurationError(
       'redis.redisOptions',
       'applies only to a connection opened from url or options; configure your own client directly',
@@ -113,10 +129,16 @@ export function validateStoreOptions(options: RedisStoreOptions): void {
   }
   const threshold = options.breakerThreshold;
   if (threshold !== undefined && (!Number.isInteger(threshold) || threshold < 1)) {
-    throw new ConfigurationError('redis.breakerThreshold', `expected a positive integer, received ${threshold}`);
+    throw new ConfigurationError(
+      'redis.breakerThreshold',
+      `expected a positive integer, received ${threshold}`,
+    );
   }
   validateNearCache(options.nearCache);
-  if (options.commandTimeout !== undefined && parseDuration(options.commandTimeout, 'redis.commandTimeout') <= 0) {
+  if (
+    options.commandTimeout !== undefined &&
+    parseDuration(options.commandTimeout, 'redis.commandTimeout') <= 0
+  ) {
     throw new ConfigurationError('redis.commandTimeout', 'must be greater than 0');
   }
 }
@@ -124,14 +146,23 @@ export function validateStoreOptions(options: RedisStoreOptions): void {
 function validateNearCache(near: unknown): void {
   if (near === undefined || typeof near === 'boolean') return;
   if (typeof near !== 'object' || near === null || Array.isArray(near)) {
-    throw new ConfigurationError('redis.nearCache', 'expected true, false or { maxEntries, maxBytes }');
+    throw new ConfigurationError(
+      'redis.nearCache',
+      'expected true, false or { maxEntries, maxBytes }',
+    );
   }
   for (const [name, value] of Object.entries(near)) {
     if (name !== 'maxEntries' && name !== 'maxBytes') {
-      throw new ConfigurationError(`redis.nearCache.${name}`, 'unknown option; known options are maxEntries, maxBytes');
+      throw new ConfigurationError(
+        `redis.nearCache.${name}`,
+        'unknown option; known options are maxEntries, maxBytes',
+      );
     }
     if (!Number.isSafeInteger(value) || (value as number) < 1) {
-      throw new ConfigurationError(`redis.nearCache.${name}`, `expected a positive integer, received ${String(value)}`);
+      throw new ConfigurationError(
+        `redis.nearCache.${name}`,
+        `expected a positive integer, received ${String(value)}`,
+      );
     }
   }
 }

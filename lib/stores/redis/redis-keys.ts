@@ -6,7 +6,10 @@ const PLAIN_KEY = /^[\x20-\x7a\x7c\x7e]*$/; // printable ASCII except '{' (0x7b)
 
 const NAMESPACE_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
 
-/** A namespace is 1-64 characters from A-Z a-z 0-9 . _ : - (no braces: it must not change hash slots). */
+/**
+ * A namespace is 1-64 characters from A-Z a-z 0-9 . _ : - (no braces: it must not change hash
+ * slots).
+ */
 export function isValidNamespace(namespace: unknown): namespace is string {
   return typeof namespace === 'string' && NAMESPACE_PATTERN.test(namespace);
 }

@@ -16,7 +16,10 @@ export interface RedisStoreOptions {
     readonly nodes: ReadonlyArray<string | { host: string; port: number }>;
     readonly options?: ClusterOptions;
   };
-  /** An existing client (yours to close). Fill notifications use a duplicate of it, which herd-guard closes. */
+  /**
+   * An existing client (yours to close). Fill notifications use a duplicate of it, which herd-guard
+   * closes.
+   */
   readonly client?: Redis | Cluster;
   /** Prefix of every key, so several apps can share one Redis. Default `hg`. */
   readonly namespace?: string;

@@ -67,7 +67,9 @@ export class RedisStore implements HerdStore {
   readonly keys: RedisKeys;
   readonly #client: Client;
   readonly #subscriber: NotificationSubscriber;
-  /** True when herd-guard opened `#client` (and so must close it). The subscriber is always ours. */
+  /**
+   * True when herd-guard opened `#client` (and so must close it). The subscriber is always ours.
+   */
   readonly #ownsClient: boolean;
   readonly #signals = new FillSignals();
   readonly #gate: CommandGate;
@@ -81,14 +83,19 @@ export class RedisStore implements HerdStore {
   readonly #nearHits: boolean;
   /** Whether notifications are recent enough for the copies to answer hits. */
   readonly #heartbeat: Heartbeat;
-  /** Per key, the MGET out and the one the readers that came since wait for (see {@link #readOf}). */
+  /**
+   * Per key, the MGET out and the one the readers that came since wait for (see {@link #readOf}).
+   */
   readonly #reads = new Map<string, KeyReads>();
   #closed = false;
 
   constructor(options: RedisStoreOptions = {}) {
     validateStoreOptions(options);
     this.keys = new RedisKeys(options.namespace ?? 'hg');
-    const commandTimeoutMs = parseTimerDuration(options.commandTimeout ?? '500ms', 'redis.commandTimeout');
+    const commandTimeoutMs = parseTimerDuration(
+      options.commandTimeout ?? '500ms',
+      'redis.commandTimeout',
+    );
     this.#firstLeaseMs = 2 * commandTimeoutMs;
     const cooldownMs = parseTimerDuration(options.breakerCooldown ?? '2s', 'redis.breakerCooldown');
     this.#gate = new CommandGate(commandTimeoutMs, options.breakerThreshold ?? 5, cooldownMs, () =>
@@ -109,7 +116,9 @@ export class RedisStore implements HerdStore {
     this.#heartbeat = new Heartbeat(
       {
         publish: (message) =>
-          this.#gate.run('heartbeat', undefined, () => this.#client.publish(this.keys.channel, message)),
+          this.#gate.run('heartbeat', undefined, () =>
+            this.#client.publish(this.keys.channel, message),
+          ),
         resubscribe: () => this.#subscriber.reconnect(),
       },
       HEARTBEAT_INTERVAL_MS + commandTimeoutMs,
@@ -189,7 +198,8 @@ export class RedisStore implements HerdStore {
    */
   #read(key: string): Promise<StoreSnapshot> {
     const refusal = this.#gate.refusal('get', key);
-    if (refusal !== undefined) return Promise.reject(refusal).catch((error: unknown) => this.#fallbackFor(key, error));
+    if (refusal !== undefined)
+      return Promise.reject(refusal).catch((error: unknown) => this.#fallbackFor(key, error));
     const layout = this.keys.for(key);
     const command = new Command('mget', [layout.value, layout.version], {
       keyPrefix: this.#client.options.keyPrefix,
@@ -197,7 +207,9 @@ export class RedisStore implements HerdStore {
     });
     const pending = this.#gate.deadline('get', key, (error) => command.reject(error));
     const since = this.#near.mark();
-    const read: Promise<StoreSnapshot> = (command.promise as Promise<[string | null, string | null]>).then(
+    const read: Promise<StoreSnapshot> = (
+      command.promise as Promise<[string | null, string | null]>
+    ).then(
       ([raw, version]) => {
         this.#answered(key, read);
         this.#gate.settled(pending);
@@ -222,7 +234,10 @@ export class RedisStore implements HerdStore {
     if (this.#reads.get(key)?.out === read) this.#reads.delete(key);
   }
 
-  /** `read`, or the copy of `key` as stale if `read` takes longer than {@link STALE_COPY_PATIENCE_MS}. */
+  /**
+   * `read`, or the copy of `key` as stale if `read` takes longer than {@link
+   * STALE_COPY_PATIENCE_MS}.
+   */
   #patiently(key: string, read: Promise<StoreSnapshot>): Promise<StoreSnapshot> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -248,7 +263,9 @@ export class RedisStore implements HerdStore {
       token: lease.token,
     };
     const since = this.#near.mark();
-    const written = await this.#gate.run('fill', key, () => this.#client.herdGuardFill(...FILL.args(call)));
+    const written = await this.#gate.run('fill', key, () =>
+      this.#client.herdGuardFill(...FILL.args(call)),
+    );
     this.#changed(key);
     if (written !== 1) return false;
     this.#near.announce(key, lease.fence);
@@ -260,18 +277,24 @@ export class RedisStore implements HerdStore {
     const envelope = this.#encode(key, entry);
     const call = { target: this.#target(key), envelope, ttlMs: lifetimeLeftMs(entry) };
     const since = this.#near.mark();
-    const version = Number(await this.#gate.run('set', key, () => this.#client.herdGuardSet(...SET_VALUE.args(call))));
+    const version = Number(
+      await this.#gate.run('set', key, () => this.#client.herdGuardSet(...SET_VALUE.args(call))),
+    );
     this.#changed(key);
     this.#near.announce(key, version);
     this.#near.keep(key, withVersion(entry, version), envelope, { raw: false, since });
     return version;
   }
 
-  /** Advances the version, revokes the lease, marks stale or deletes, and notifies every process. */
+  /**
+   * Advances the version, revokes the lease, marks stale or deletes, and notifies every process.
+   */
   async invalidate(key: string, mode: InvalidationMode): Promise<InvalidationResult> {
     const call = { target: this.#target(key), mode };
-    const [existed, version] = await this.#gate.run(mode === 'delete' ? 'delete' : 'mark-stale', key, () =>
-      this.#client.herdGuardInvalidate(...INVALIDATE.args(call)),
+    const [existed, version] = await this.#gate.run(
+      mode === 'delete' ? 'delete' : 'mark-stale',
+      key,
+      () => this.#client.herdGuardInvalidate(...INVALIDATE.args(call)),
     );
     this.#changed(key);
     this.#near.invalidated(key, mode, Number(version));
@@ -280,7 +303,9 @@ export class RedisStore implements HerdStore {
 
   async addToIndex(index: KeyIndex, key: string, ttlMs: number): Promise<void> {
     const call = { index: this.#indexKey(index), member: key, ttlMs };
-    await this.#gate.run('index', key, () => this.#client.herdGuardIndex(...ADD_TO_INDEX.args(call)));
+    await this.#gate.run('index', key, () =>
+      this.#client.herdGuardIndex(...ADD_TO_INDEX.args(call)),
+    );
   }
 
   async indexMembers(index: KeyIndex): Promise<string[]> {
@@ -295,25 +320,41 @@ export class RedisStore implements HerdStore {
    * owner's first extension lengthens: if this attempt times out here while it still runs on Redis,
    * the lease it took lapses soon, unheld, and is released as soon as the late reply arrives.
    */
-  async acquireLease(key: string, ttlMs: number, options: AcquireOptions = {}): Promise<LeaseAttempt> {
+  async acquireLease(
+    key: string,
+    ttlMs: number,
+    options: AcquireOptions = {},
+  ): Promise<LeaseAttempt> {
     const takeover = options.takeover ?? 'forced';
-    // A lease taken over as stuck is marked in its token with the fence it took over from: it is not
-    // taken over as stuck again, and the holder it replaced may still store its value while it holds.
+    // A lease taken over as stuck is marked in its token with the fence it took over from: it is
+    // not
+    // taken over as stuck again, and the holder it replaced may still store its value while it
+    // holds.
     const rescue = options.takeoverFrom !== undefined && takeover === 'stuck';
     const token = `${rescue ? `s.${options.takeoverFrom}.` : ''}${randomBytes(16).toString('base64url')}`;
     const grantMs = Math.ceil(Math.min(ttlMs, this.#firstLeaseMs));
-    const call = { layout: this.keys.for(key), token, ttlMs: grantMs, takeoverFrom: options.takeoverFrom, takeover };
+    const call = {
+      layout: this.keys.for(key),
+      token,
+      ttlMs: grantMs,
+      takeoverFrom: options.takeoverFrom,
+      takeover,
+    };
     const since = this.#near.mark();
     const [granted, version, raw, repaired] = await this.#gate.run(
       'acquire-lease',
       key,
       () => this.#client.herdGuardAcquire(...ACQUIRE_LEASE.args(call)),
       ([lateGranted, lateVersion]) => {
-        if (lateGranted === 1) this.#releaseOrphan({ key, token, fence: Number(lateVersion), ttlMs: grantMs });
+        if (lateGranted === 1)
+          this.#releaseOrphan({ key, token, fence: Number(lateVersion), ttlMs: grantMs });
       },
     );
     const entry = this.#near.decode(key, raw, since, Number(version));
-    const current: StoreSnapshot = { entry, version: Math.max(Number(version), entryVersion(entry)) };
+    const current: StoreSnapshot = {
+      entry,
+      version: Math.max(Number(version), entryVersion(entry)),
+    };
     const found = { current, ...(repaired === 1 ? { repaired: true } : {}) };
     if (granted !== 1) return { lease: undefined, ...found };
     return { lease: { key, token, fence: Number(version), ttlMs: grantMs }, ...found };
@@ -329,7 +370,9 @@ export class RedisStore implements HerdStore {
 
   async releaseLease(lease: Lease): Promise<void> {
     const call = { target: this.#target(lease.key), token: lease.token, fence: lease.fence };
-    await this.#gate.run('release-lease', lease.key, () => this.#client.herdGuardRelease(...RELEASE_LEASE.args(call)));
+    await this.#gate.run('release-lease', lease.key, () =>
+      this.#client.herdGuardRelease(...RELEASE_LEASE.args(call)),
+    );
   }
 
   watchFill(key: string): FillWatch {
@@ -340,11 +383,17 @@ export class RedisStore implements HerdStore {
     const breaker = this.#gate.breaker.state;
     if (this.#closed) return { status: 'down', breaker, reason: 'closed' };
     if (breaker !== 'closed')
-      return { status: 'degraded', breaker, reason: describeError(this.#gate.breaker.lastError) ?? 'breaker open' };
+      return {
+        status: 'degraded',
+        breaker,
+        reason: describeError(this.#gate.breaker.lastError) ?? 'breaker open',
+      };
     if (this.#client.status !== 'ready')
       return { status: 'degraded', breaker, reason: `connection ${this.#client.status}` };
-    if (!this.#subscriber.subscribed) return { status: 'degraded', breaker, reason: 'notifications not subscribed' };
-    if (!this.#heartbeat.inTime()) return { status: 'degraded', breaker, reason: 'notifications late' };
+    if (!this.#subscriber.subscribed)
+      return { status: 'degraded', breaker, reason: 'notifications not subscribed' };
+    if (!this.#heartbeat.inTime())
+      return { status: 'degraded', breaker, reason: 'notifications late' };
     return { status: 'up', breaker };
   }
 
@@ -354,7 +403,10 @@ export class RedisStore implements HerdStore {
     this.#heartbeat.stop();
     this.#signals.notifyAll();
     this.#gate.close();
-    await Promise.all([this.#subscriber.close(), this.#ownsClient ? closeConnection(this.#client) : Promise.resolve()]);
+    await Promise.all([
+      this.#subscriber.close(),
+      this.#ownsClient ? closeConnection(this.#client) : Promise.resolve(),
+    ]);
   }
 
   /** A lease granted to an attempt that had already given up: let it go at once. */
@@ -362,7 +414,9 @@ export class RedisStore implements HerdStore {
     this.releaseLease(lease).catch(() => undefined);
   }
 
-  /** Redis could not answer: the copy seen last (as stale, see NearCache.fallback), else the error. */
+  /**
+   * Redis could not answer: the copy seen last (as stale, see NearCache.fallback), else the error.
+   */
   #fallbackFor(key: string, error: unknown): StoreSnapshot {
     if (isWrongType(error)) return { entry: CORRUPT_ENTRY, version: 0 };
     const entry = this.#near.fallback(key);
@@ -393,7 +447,10 @@ export class RedisStore implements HerdStore {
     this.#signals.notify(key);
   }
 
-  /** Subscribed (again): messages may have been missed, so copies are dropped and followers re-check. */
+  /**
+   * Subscribed (again): messages may have been missed, so copies are dropped and followers
+   * re-check.
+   */
   #onSubscribed(sentAt: number): void {
     this.#near.clear();
     this.#heartbeat.confirmed(sentAt);
@@ -402,7 +459,8 @@ export class RedisStore implements HerdStore {
 
   /**
    * Another process (or this one) changed a key. A read of the key still out may predate it, so
-   * later reads send a new one; the copy of the key follows the change (replaced by the envelope the
+   * later reads send a new one; the copy of the key follows the change (replaced by the envelope
+   * the
    * message carries when a copy is held or a follower here waits for it, marked stale, or dropped);
    * followers of the key re-check.
    */

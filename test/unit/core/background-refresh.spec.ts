@@ -8,7 +8,12 @@ import { ManualClock } from '../../helpers/clock.js';
 import { counted } from '../../helpers/counted.js';
 import { deferred, flush, until } from '../../helpers/deferred.js';
 
-const POLICY = resolvePolicy({ soft: '1s', hard: '1h', jitter: 0, backoff: { initial: '1m', max: '1m' } });
+const POLICY = resolvePolicy({
+  soft: '1s',
+  hard: '1h',
+  jitter: 0,
+  backoff: { initial: '1m', max: '1m' },
+});
 
 /** Background refresh over a memory store, with `k` stored as `old` and already stale. */
 async function staleKey() {
@@ -20,7 +25,15 @@ async function staleKey() {
   const now = clock.now();
   const version = await store.set(
     'k',
-    newEntry({ value: 'old', policy: POLICY, random: () => 0.5, loadStartedAt: now, now, version: 0, tags: undefined }),
+    newEntry({
+      value: 'old',
+      policy: POLICY,
+      random: () => 0.5,
+      loadStartedAt: now,
+      now,
+      version: 0,
+      tags: undefined,
+    }),
   );
   clock.advance(2_000);
   const stale = store.get('k').entry as Entry<string>;
@@ -72,7 +85,9 @@ describe('BackgroundRefresh', () => {
     await store.invalidate('k', 'stale');
     const { version: newer } = store.get('k');
     const loader = counted(() => 'new');
-    await expect(refresh.revalidation(request(loader), stale, newer)).resolves.toMatchObject({ value: 'new' });
+    await expect(refresh.revalidation(request(loader), stale, newer)).resolves.toMatchObject({
+      value: 'new',
+    });
     expect(loader.calls).toBe(1);
   });
 

@@ -17,7 +17,9 @@ function hanging<T>() {
   return counted(
     (context: LoadContext<T>) =>
       new Promise<T>((_, reject) => {
-        context.signal.addEventListener('abort', () => reject(context.signal.reason as Error), { once: true });
+        context.signal.addEventListener('abort', () => reject(context.signal.reason as Error), {
+          once: true,
+        });
       }),
   );
 }
@@ -63,12 +65,16 @@ describe('HerdEngine faults', () => {
     ['policy.loaderHardTimeout', { loaderHardTimeout: 2 ** 31 }],
     ['policy.loaderSoftTimeout', { loaderSoftTimeout: '30d' }],
   ])('rejects %s longer than a timer can wait (2^31 - 1 ms)', (field, policy) => {
-    expect(() => memoryEngine({ policy })).toThrow(expect.objectContaining({ field }) as unknown as Error);
+    expect(() => memoryEngine({ policy })).toThrow(
+      expect.objectContaining({ field }) as unknown as Error,
+    );
   });
 
   it('rejects a per-call timeout longer than a timer can wait, and accepts long TTLs', async () => {
     const engine = memoryEngine({ policy: { soft: '30d', hard: '300d' } });
-    await expect(engine.getOrLoad('k', () => 1, { timeout: 2 ** 31 })).rejects.toBeInstanceOf(ConfigurationError);
+    await expect(engine.getOrLoad('k', () => 1, { timeout: 2 ** 31 })).rejects.toBeInstanceOf(
+      ConfigurationError,
+    );
     await expect(engine.getOrLoad('k', () => 1)).resolves.toBe(1);
   });
 
@@ -78,7 +84,11 @@ describe('HerdEngine faults', () => {
     const gate = deferred<string>();
     const owned = owner.getOrLoad('k', () => gate.promise);
     let jump = 0;
-    const follower = new HerdEngine({ store, now: () => Date.now() + jump, policy: { waitTimeout: '5s', soft: '2h' } });
+    const follower = new HerdEngine({
+      store,
+      now: () => Date.now() + jump,
+      policy: { waitTimeout: '5s', soft: '2h' },
+    });
     const followed = follower.getOrLoad('k', () => 'loaded by the follower');
     await until(() => follower.stats().waits.started === 1);
     jump = 3_600_000;
@@ -90,10 +100,16 @@ describe('HerdEngine faults', () => {
 
   it('rejects keys and tags with a lone UTF-16 surrogate, which would collide with other keys once encoded', async () => {
     const engine = memoryEngine();
-    await expect(engine.getOrLoad('product:\uD800', () => 1)).rejects.toBeInstanceOf(InvalidKeyError);
-    await expect(engine.getOrLoad('product:\uDC00x', () => 1)).rejects.toBeInstanceOf(InvalidKeyError);
+    await expect(engine.getOrLoad('product:\uD800', () => 1)).rejects.toBeInstanceOf(
+      InvalidKeyError,
+    );
+    await expect(engine.getOrLoad('product:\uDC00x', () => 1)).rejects.toBeInstanceOf(
+      InvalidKeyError,
+    );
     await expect(engine.expireTag('t\uD800')).rejects.toBeInstanceOf(ConfigurationError);
-    await expect(engine.getOrLoad('k', () => 1, { tags: ['t\uDFFF'] })).rejects.toBeInstanceOf(ConfigurationError);
+    await expect(engine.getOrLoad('k', () => 1, { tags: ['t\uDFFF'] })).rejects.toBeInstanceOf(
+      ConfigurationError,
+    );
     // Well-formed pairs are fine.
     await expect(engine.getOrLoad('emoji:🦄', () => 1, { tags: ['🦄'] })).resolves.toBe(1);
   });
@@ -102,7 +118,10 @@ describe('HerdEngine faults', () => {
 describe('HerdEngine lease keep-alive', () => {
   it("keeps a stuck owner's lease until loaderHardTimeout aborts its loader, then lets it go", async () => {
     const store = new MemoryStore();
-    const owner = new HerdEngine({ store, policy: { leaseTtl: '60ms', loaderHardTimeout: '100ms' } });
+    const owner = new HerdEngine({
+      store,
+      policy: { leaseTtl: '60ms', loaderHardTimeout: '100ms' },
+    });
     const stuck = hanging<string>();
     const owned = owner.getOrLoad('k', stuck).catch((error: unknown) => error);
     await until(() => stuck.calls === 1);

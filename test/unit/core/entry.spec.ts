@@ -28,11 +28,16 @@ describe('entry envelope', () => {
 
   it('starts with a fixed header the Redis scripts rewrite: format, version, invalidated flag', () => {
     expect(encodeEntry(base)).toMatch(/^\{"v":2,"n":1764600000123456,"i":0,"c":1000,/);
-    expect(encodeEntry({ ...base, invalidated: true, tags: ['t'] })).toMatch(/^\{"v":2,"n":\d+,"i":1,/);
+    expect(encodeEntry({ ...base, invalidated: true, tags: ['t'] })).toMatch(
+      /^\{"v":2,"n":\d+,"i":1,/,
+    );
   });
 
   it('round-trips the invalidated flag', () => {
-    expect(decodeEntry(encodeEntry({ ...base, invalidated: true }))).toEqual({ ...base, invalidated: true });
+    expect(decodeEntry(encodeEntry({ ...base, invalidated: true }))).toEqual({
+      ...base,
+      invalidated: true,
+    });
   });
 
   it.each([
@@ -44,7 +49,10 @@ describe('entry envelope', () => {
     ['the previous format', JSON.stringify({ v: 1, c: 1, s: 2, h: 3, d: 0, x: 1 })],
     ['missing version', JSON.stringify({ v: 2, i: 0, c: 1, s: 2, h: 3, d: 0, x: 1 })],
     ['a fractional version', JSON.stringify({ v: 2, n: 1.5, i: 0, c: 1, s: 2, h: 3, d: 0, x: 1 })],
-    ['a bad invalidated flag', JSON.stringify({ v: 2, n: 1, i: true, c: 1, s: 2, h: 3, d: 0, x: 1 })],
+    [
+      'a bad invalidated flag',
+      JSON.stringify({ v: 2, n: 1, i: true, c: 1, s: 2, h: 3, d: 0, x: 1 }),
+    ],
     ['missing hard expiry', JSON.stringify({ v: 2, n: 1, i: 0, c: 1, s: 2, d: 0, x: 1 })],
     ['soft after hard', JSON.stringify({ v: 2, n: 1, i: 0, c: 1, s: 5, h: 3, d: 0, x: 1 })],
     ['a string time', JSON.stringify({ v: 2, n: 1, i: 0, c: '1', s: 2, h: 3, d: 0, x: 1 })],

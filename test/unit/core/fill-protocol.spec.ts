@@ -26,7 +26,11 @@ function pod(store: HerdStore, policy: CachePolicy = {}, clock = new ManualClock
   const gone: string[] = [];
   const fills = new FillProtocol(runtime, async (key) => gone.push(key));
   const resolved = resolvePolicy(policy);
-  const fill = <T>(key: string, loader: FillRequest<T>['loader'], request: Partial<FillRequest<T>> = {}) =>
+  const fill = <T>(
+    key: string,
+    loader: FillRequest<T>['loader'],
+    request: Partial<FillRequest<T>> = {},
+  ) =>
     fills.run({
       key,
       loader,
@@ -39,7 +43,9 @@ function pod(store: HerdStore, policy: CachePolicy = {}, clock = new ManualClock
       ...request,
     });
   const fenceOf = (key: string): number | undefined => {
-    const acquired = events.filter((event) => event.type === 'lease-acquired' && event.key === key).at(-1);
+    const acquired = events
+      .filter((event) => event.type === 'lease-acquired' && event.key === key)
+      .at(-1);
     return acquired?.type === 'lease-acquired' ? acquired.fence : undefined;
   };
   return { runtime, fills, events, gone, fill, fenceOf, policy: resolved, clock };
@@ -62,11 +68,23 @@ class CountingStore extends MemoryStore {
 }
 
 /** `k` stored as `old` at the clock's time, then moved past its soft TTL (stale, still servable). */
-async function staleKey(store: MemoryStore, clock: ManualClock, policy = resolvePolicy({ soft: '1s', hard: '1h' })) {
+async function staleKey(
+  store: MemoryStore,
+  clock: ManualClock,
+  policy = resolvePolicy({ soft: '1s', hard: '1h' }),
+) {
   const now = clock.now();
   const version = await store.set(
     'k',
-    newEntry({ value: 'old', policy, random: () => 0.5, loadStartedAt: now, now, version: 0, tags: undefined }),
+    newEntry({
+      value: 'old',
+      policy,
+      random: () => 0.5,
+      loadStartedAt: now,
+      now,
+      version: 0,
+      tags: undefined,
+    }),
   );
   clock.advance(2_000);
   return { stale: store.get('k').entry as Entry, version };
@@ -81,7 +99,10 @@ describe('FillProtocol', () => {
     const fence = fenceOf('k');
     expect(fence).toBeDefined();
     expect(loader.calls).toBe(1);
-    expect(filled).toMatchObject({ loaded: true, entry: { value: `loaded under ${fence}`, version: fence } });
+    expect(filled).toMatchObject({
+      loaded: true,
+      entry: { value: `loaded under ${fence}`, version: fence },
+    });
     expect(store.get('k').entry).toMatchObject({ value: `loaded under ${fence}`, version: fence });
     expect(store.leases).toBe(0);
   });
@@ -116,16 +137,19 @@ describe('FillProtocol', () => {
       },
     ],
     ['rejects', () => Promise.reject(new Error('db down'))],
-  ])('releases the lease in its finally when the loader %s, so the next fill loads at once', async (_how, failing) => {
-    const store = new MemoryStore();
-    const { fill, runtime } = pod(store);
-    await expect(fill('k', failing)).rejects.toBeInstanceOf(LoaderFailedError);
-    await runtime.settled();
-    expect(store.leases).toBe(0);
-    const other = pod(store);
-    await expect(other.fill('k', () => 'loaded')).resolves.toMatchObject({ loaded: true });
-    expect(other.events.map((event) => event.type)).not.toContain('wait');
-  });
+  ])(
+    'releases the lease in its finally when the loader %s, so the next fill loads at once',
+    async (_how, failing) => {
+      const store = new MemoryStore();
+      const { fill, runtime } = pod(store);
+      await expect(fill('k', failing)).rejects.toBeInstanceOf(LoaderFailedError);
+      await runtime.settled();
+      expect(store.leases).toBe(0);
+      const other = pod(store);
+      await expect(other.fill('k', () => 'loaded')).resolves.toMatchObject({ loaded: true });
+      expect(other.events.map((event) => event.type)).not.toContain('wait');
+    },
+  );
 
   it('reports a fill fenced by an invalidation: its callers get the value, the store keeps nothing', async () => {
     const store = new MemoryStore();
@@ -136,7 +160,10 @@ describe('FillProtocol', () => {
     await until(() => loader.calls === 1);
     await store.invalidate('k', 'delete');
     gate.resolve('read before the update');
-    await expect(filling).resolves.toMatchObject({ loaded: true, entry: { value: 'read before the update' } });
+    await expect(filling).resolves.toMatchObject({
+      loaded: true,
+      entry: { value: 'read before the update' },
+    });
     expect(events).toContainEqual({ type: 'load-fenced', key: 'k', background: false });
     expect(store.get('k').entry).toBeUndefined();
   });
@@ -170,7 +197,9 @@ describe('FillProtocol', () => {
     const { fill, gone, fills } = pod(store, { soft: '1s', hard: '1h' }, clock);
     const { stale, version } = await staleKey(store, clock);
     const notFound = Object.assign(new Error('not found'), { getStatus: () => 404 });
-    await expect(fill('k', () => Promise.reject(notFound), { stale })).rejects.toMatchObject({ cause: notFound });
+    await expect(fill('k', () => Promise.reject(notFound), { stale })).rejects.toMatchObject({
+      cause: notFound,
+    });
     expect(gone).toEqual(['k']);
     expect(fills.backingOff('k', version)).toBe(false);
   });
@@ -200,7 +229,9 @@ describe('FillProtocol', () => {
     await expect(followed).rejects.toBeInstanceOf(ClosedError);
     expect(signal?.aborted).toBe(true);
     await Promise.all([owner.fills.settled(), owner.runtime.settled(), follower.fills.settled()]);
-    expect([owner.fills.running(), owner.fills.loading(), follower.fills.running()]).toEqual([0, 0, 0]);
+    expect([owner.fills.running(), owner.fills.loading(), follower.fills.running()]).toEqual([
+      0, 0, 0,
+    ]);
     expect(store.leases).toBe(0);
     expect(store.watchers).toBe(0);
   });

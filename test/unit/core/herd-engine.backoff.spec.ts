@@ -33,7 +33,12 @@ describe('HerdEngine backoff after loader failures', () => {
   });
 
   it('releases a lease held for backoff when the key is deleted, so the next read loads at once', async () => {
-    const { engine, clock } = engineWithClock({ soft: '1s', hard: '1h', jitter: 0, waitTimeout: '50ms' });
+    const { engine, clock } = engineWithClock({
+      soft: '1s',
+      hard: '1h',
+      jitter: 0,
+      waitTimeout: '50ms',
+    });
     await engine.getOrLoad('k', () => 'v1');
     clock.advance(2_000);
     const failed = await engine.read('k', () => Promise.reject(new Error('db down')));

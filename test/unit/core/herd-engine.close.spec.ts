@@ -44,7 +44,11 @@ describe('HerdEngine close and cleanup', () => {
       signals.push(controller.signal);
       const choice = random();
       const options =
-        choice < 0.2 ? { timeout: Math.floor(random() * 4) } : choice < 0.4 ? { signal: controller.signal } : {};
+        choice < 0.2
+          ? { timeout: Math.floor(random() * 4) }
+          : choice < 0.4
+            ? { signal: controller.signal }
+            : {};
       calls.push(engine.getOrLoad(key, loader, options).catch(() => undefined));
       if (random() < 0.2) controller.abort();
       if (i % 250 === 0) await sleep(1);
@@ -55,9 +59,16 @@ describe('HerdEngine close and cleanup', () => {
       return activity.inflight === 0 && activity.loaders === 0 && activity.pendingStoreOps === 0;
     });
     await until(() => activeTimers() <= timersBefore, 5_000, 'loader timers to finish');
-    expect(engine.activity()).toEqual({ inflight: 0, armedWaits: 0, loaders: 0, pendingStoreOps: 0 });
+    expect(engine.activity()).toEqual({
+      inflight: 0,
+      armedWaits: 0,
+      loaders: 0,
+      pendingStoreOps: 0,
+    });
     expect(store.watchers).toBe(0);
-    expect(signals.reduce((sum, signal) => sum + getEventListeners(signal, 'abort').length, 0)).toBe(0);
+    expect(
+      signals.reduce((sum, signal) => sum + getEventListeners(signal, 'abort').length, 0),
+    ).toBe(0);
     expect(activeTimers()).toBeLessThanOrEqual(timersBefore);
   });
 

@@ -33,7 +33,11 @@ describe('HerdEngine writes and invalidations', () => {
   });
 
   it('does not let a load that started before set() overwrite the value set', async () => {
-    const { engine, clock, gate, stale } = await staleWithRefreshInFlight({ soft: '1s', hard: '1h', jitter: 0 });
+    const { engine, clock, gate, stale } = await staleWithRefreshInFlight({
+      soft: '1s',
+      hard: '1h',
+      jitter: 0,
+    });
     clock.advance(10);
     await engine.set('k', 'written after the update');
     gate.resolve('row read before the update');
@@ -45,7 +49,11 @@ describe('HerdEngine writes and invalidations', () => {
   });
 
   it('does not let a load that started before expire() store its value as fresh', async () => {
-    const { engine, clock, gate, stale } = await staleWithRefreshInFlight({ soft: '1s', hard: '1h', jitter: 0 });
+    const { engine, clock, gate, stale } = await staleWithRefreshInFlight({
+      soft: '1s',
+      hard: '1h',
+      jitter: 0,
+    });
     clock.advance(10);
     await engine.expire('k'); // the database changed while the refresh was reading it
     gate.resolve('row read before the update');

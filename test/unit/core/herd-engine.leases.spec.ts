@@ -31,11 +31,15 @@ describe('HerdEngine leases across processes sharing one store', () => {
     const gate = deferred<string>();
     const owned = owner.getOrLoad('k', () => gate.promise);
     await flush();
-    const followers = [1, 2, 3].map(() => new HerdEngine({ store, policy: { waitTimeout: '30ms' } }));
+    const followers = [1, 2, 3].map(
+      () => new HerdEngine({ store, policy: { waitTimeout: '30ms' } }),
+    );
     const takeover = counted((context: LoadContext<string>) =>
       context.fence === undefined ? 'unleased' : 'taken over',
     );
-    const answers = await Promise.all(followers.map((follower) => follower.getOrLoad('k', takeover)));
+    const answers = await Promise.all(
+      followers.map((follower) => follower.getOrLoad('k', takeover)),
+    );
     expect(answers).toEqual(['taken over', 'taken over', 'taken over']);
     expect(takeover.calls).toBe(1);
     gate.resolve('stuck');

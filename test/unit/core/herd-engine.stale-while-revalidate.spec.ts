@@ -40,9 +40,9 @@ describe('HerdEngine stale-while-revalidate', () => {
     gate.resolve('new');
     await expect(pending).resolves.toMatchObject({ value: 'new', path: 'miss' });
     clock.advance(2_000);
-    await expect(engine.getOrLoad('k', () => Promise.reject(new Error('down')))).rejects.toBeInstanceOf(
-      LoaderFailedError,
-    );
+    await expect(
+      engine.getOrLoad('k', () => Promise.reject(new Error('down'))),
+    ).rejects.toBeInstanceOf(LoaderFailedError);
   });
 
   it('refreshes early (XFetch) only when enabled, before soft expiry', async () => {
@@ -55,7 +55,12 @@ describe('HerdEngine stale-while-revalidate', () => {
       random: tiny,
       policy: { soft: '10s', jitter: 0, earlyRefresh: true },
     });
-    const disabled = new HerdEngine({ store, now: clock.now, random: tiny, policy: { soft: '10s', jitter: 0 } });
+    const disabled = new HerdEngine({
+      store,
+      now: clock.now,
+      random: tiny,
+      policy: { soft: '10s', jitter: 0 },
+    });
     await enabled.getOrLoad('k', async () => {
       clock.advance(100);
       return 'v1';
@@ -75,12 +80,23 @@ describe('HerdEngine stale-while-revalidate', () => {
   it('gives a follower the stale value at once while another process holds the lease', async () => {
     const store = new MemoryStore();
     const clock = new ManualClock();
-    const a = new HerdEngine({ store, now: clock.now, policy: { soft: '1s', hard: '1h', jitter: 0 } });
-    const b = new HerdEngine({ store, now: clock.now, policy: { soft: '1s', hard: '1h', jitter: 0 } });
+    const a = new HerdEngine({
+      store,
+      now: clock.now,
+      policy: { soft: '1s', hard: '1h', jitter: 0 },
+    });
+    const b = new HerdEngine({
+      store,
+      now: clock.now,
+      policy: { soft: '1s', hard: '1h', jitter: 0 },
+    });
     await a.getOrLoad('k', () => 'old');
     clock.advance(2_000);
     const gate = deferred<string>();
-    await expect(a.read('k', () => gate.promise)).resolves.toMatchObject({ value: 'old', path: 'stale' });
+    await expect(a.read('k', () => gate.promise)).resolves.toMatchObject({
+      value: 'old',
+      path: 'stale',
+    });
     const bLoader = counted(() => 'b');
     const bRead = await b.read('k', bLoader);
     expect(bRead).toMatchObject({ value: 'old', path: 'stale' });

@@ -22,12 +22,16 @@ describe('HerdEngine under a stampede', () => {
     const engine = memoryEngine();
     const gate = deferred<string>();
     const loader = counted(() => gate.promise);
-    const reads = Array.from({ length: 1_000 }, () => engine.getOrLoad('k', loader).catch((error: unknown) => error));
+    const reads = Array.from({ length: 1_000 }, () =>
+      engine.getOrLoad('k', loader).catch((error: unknown) => error),
+    );
     const cause = new Error('db down');
     gate.reject(cause);
     const errors = await Promise.all(reads);
     expect(
-      errors.every((error) => error instanceof LoaderFailedError && error.cause === cause && error.key === 'k'),
+      errors.every(
+        (error) => error instanceof LoaderFailedError && error.cause === cause && error.key === 'k',
+      ),
     ).toBe(true);
     expect(loader.calls).toBe(1);
     await expect(engine.getOrLoad('k', () => 'recovered')).resolves.toBe('recovered');
@@ -36,7 +40,9 @@ describe('HerdEngine under a stampede', () => {
   it('calls the loader once for 1,000 calls on a missing id within the negative TTL', async () => {
     const { engine, clock } = engineWithClock({ negativeTtl: '5s' });
     const loader = counted(() => null);
-    const concurrent = await Promise.all(Array.from({ length: 500 }, () => engine.getOrLoad('missing', loader)));
+    const concurrent = await Promise.all(
+      Array.from({ length: 500 }, () => engine.getOrLoad('missing', loader)),
+    );
     for (let i = 0; i < 500; i += 1) await engine.getOrLoad('missing', loader);
     expect(concurrent.every((value) => value === null)).toBe(true);
     expect(loader.calls).toBe(1);
@@ -53,11 +59,15 @@ describe('HerdEngine under a stampede', () => {
     engine.onEvent((event) => events.push(event));
     await engine.getOrLoad('k', () => 'v');
     store.reads = 0;
-    const values = await Promise.all(Array.from({ length: 100 }, () => engine.getOrLoad('k', () => 'unused')));
+    const values = await Promise.all(
+      Array.from({ length: 100 }, () => engine.getOrLoad('k', () => 'unused')),
+    );
     expect(values).toEqual(Array(100).fill('v'));
     expect(store.reads).toBe(1);
     expect(engine.stats().reads.fresh).toBe(100);
-    expect(events.filter((event) => event.type === 'read' && event.path === 'fresh')).toHaveLength(100);
+    expect(events.filter((event) => event.type === 'read' && event.path === 'fresh')).toHaveLength(
+      100,
+    );
     // Options written inline share by value; other values (or read(), which answers per caller) do not.
     store.reads = 0;
     await Promise.all([
@@ -73,9 +83,9 @@ describe('HerdEngine under a stampede', () => {
   it('counts callers sharing a read that turns into a load as coalesced, with one loader call', async () => {
     const engine = new HerdEngine({ store: asyncReads(new MemoryStore()) });
     const loader = counted(() => 'loaded');
-    await expect(Promise.all(Array.from({ length: 50 }, () => engine.getOrLoad('cold', loader)))).resolves.toEqual(
-      Array(50).fill('loaded'),
-    );
+    await expect(
+      Promise.all(Array.from({ length: 50 }, () => engine.getOrLoad('cold', loader))),
+    ).resolves.toEqual(Array(50).fill('loaded'));
     expect(loader.calls).toBe(1);
     expect(engine.stats()).toMatchObject({ coalesced: 49, reads: { miss: 50 } });
   });

@@ -79,7 +79,10 @@ describe('HerdEngine timeouts', () => {
     const { waitedMs, message } = failure as UpstreamUnavailableError;
     expect(Number.isInteger(waitedMs) && waitedMs >= 60).toBe(true);
     expect(message).toContain(`after waiting ${waitedMs} ms`);
-    const lenient = new HerdEngine({ store, policy: { waitTimeout: '30ms', onWaitTimeout: 'load' } });
+    const lenient = new HerdEngine({
+      store,
+      policy: { waitTimeout: '30ms', onWaitTimeout: 'load' },
+    });
     const lenientLoader = counted((context: LoadContext<string>) =>
       context.fence === undefined ? 'unleased' : 'leased',
     );

@@ -15,7 +15,11 @@ describe('HerdEngine values and keys', () => {
   it('spreads the expiry of 10,000 entries written together over the jitter range', async () => {
     const clock = new ManualClock();
     const store = new MemoryStore({ maxEntries: 20_000 });
-    const engine = new HerdEngine({ store, now: clock.now, policy: { soft: '10s', hard: '100s', jitter: 0.2 } });
+    const engine = new HerdEngine({
+      store,
+      now: clock.now,
+      policy: { soft: '10s', hard: '100s', jitter: 0.2 },
+    });
     const writtenAt = clock.now();
     await Promise.all(Array.from({ length: 10_000 }, (_, i) => engine.set(`k${i}`, i)));
     const entries = Array.from({ length: 10_000 }, (_, i) => store.get(`k${i}`).entry as Entry);
@@ -26,7 +30,8 @@ describe('HerdEngine values and keys', () => {
     expect(Math.min(...hardOffsets)).toBeGreaterThanOrEqual(100_000);
     expect(Math.max(...hardOffsets)).toBeLessThanOrEqual(120_000);
     const buckets = Array<number>(10).fill(0);
-    for (const offset of softOffsets) buckets[Math.min(9, Math.floor((offset - 10_000) / 200))]! += 1;
+    for (const offset of softOffsets)
+      buckets[Math.min(9, Math.floor((offset - 10_000) / 200))]! += 1;
     // Uniform over the range: every tenth of it holds roughly a tenth of the keys.
     expect(buckets.every((count) => count > 800 && count < 1_200)).toBe(true);
     expect(entries.every((entry) => entry.softExpireAt <= entry.hardExpireAt)).toBe(true);
@@ -42,7 +47,11 @@ describe('HerdEngine values and keys', () => {
     ] as const) {
       const loader = counted(() => value);
       await engine.getOrLoad(key, loader);
-      await expect(engine.read(key, loader)).resolves.toMatchObject({ value, path: 'fresh', negative: false });
+      await expect(engine.read(key, loader)).resolves.toMatchObject({
+        value,
+        path: 'fresh',
+        negative: false,
+      });
       expect(loader.calls).toBe(1);
     }
   });
@@ -61,14 +70,19 @@ describe('HerdEngine values and keys', () => {
     const engine = new HerdEngine({ store: new CorruptOnce() });
     const events: HerdEvent[] = [];
     engine.onEvent((event) => events.push(event));
-    await expect(engine.read('k', () => 'reloaded')).resolves.toMatchObject({ value: 'reloaded', path: 'miss' });
+    await expect(engine.read('k', () => 'reloaded')).resolves.toMatchObject({
+      value: 'reloaded',
+      path: 'miss',
+    });
     expect(engine.stats().corruptEntries).toBe(1);
     expect(events.some((event) => event.type === 'corrupt-entry' && event.key === 'k')).toBe(true);
   });
 
   it('rejects a key that is not a non-empty string', async () => {
     const engine = memoryEngine();
-    await expect(engine.getOrLoad('', () => 1)).rejects.toMatchObject({ code: 'HERD_GUARD_INVALID_KEY' });
+    await expect(engine.getOrLoad('', () => 1)).rejects.toMatchObject({
+      code: 'HERD_GUARD_INVALID_KEY',
+    });
     await expect(engine.getOrLoad(42 as unknown as string, () => 1)).rejects.toMatchObject({
       code: 'HERD_GUARD_INVALID_KEY',
     });

@@ -13,7 +13,15 @@ const POLICY = resolvePolicy({ soft: '1h' });
 
 function entry(value: string, tags?: readonly string[]): Entry<string> {
   const now = Date.now();
-  return newEntry({ value, policy: POLICY, random: () => 0.5, loadStartedAt: now, now, version: 0, tags });
+  return newEntry({
+    value,
+    policy: POLICY,
+    random: () => 0.5,
+    loadStartedAt: now,
+    now,
+    version: 0,
+    tags,
+  });
 }
 
 /** A memory store that records the keys it invalidates, in order. */
@@ -27,7 +35,10 @@ class RecordingStore extends MemoryStore {
 }
 
 /** Records each `derived` key as derived from its `input` (its loader read the input). */
-async function derive(store: MemoryStore, links: ReadonlyArray<readonly [input: string, derived: string]>) {
+async function derive(
+  store: MemoryStore,
+  links: ReadonlyArray<readonly [input: string, derived: string]>,
+) {
   for (const [input, derived] of links) await store.addToIndex({ inputOf: input }, derived, 60_000);
 }
 
@@ -95,7 +106,9 @@ describe('Invalidation', () => {
     const invalidation = new Invalidation(new MemoryStore());
     const message = 'a tag must be a non-empty string of well-formed Unicode, received "t\\ud800"';
     const asArgument = await invalidation.tag('t\uD800', 'stale').catch((error: unknown) => error);
-    const asOption = await invalidation.set('k', entry('v', ['t\uD800']), POLICY).catch((error: unknown) => error);
+    const asOption = await invalidation
+      .set('k', entry('v', ['t\uD800']), POLICY)
+      .catch((error: unknown) => error);
     expect(asArgument).toBeInstanceOf(ConfigurationError);
     expect(asOption).toBeInstanceOf(ConfigurationError);
     expect(asArgument).toMatchObject({ field: 'tag', message: expect.stringContaining(message) });

@@ -46,7 +46,11 @@ describe('KeyFlights', () => {
     );
     newer.finish();
     old.finish();
-    await expect(Promise.all([a, b, c])).resolves.toEqual(['from version 3', 'from version 5', 'from version 5']);
+    await expect(Promise.all([a, b, c])).resolves.toEqual([
+      'from version 3',
+      'from version 5',
+      'from version 5',
+    ]);
   });
 
   it("makes a caller that saw a newer version wait for the flight's first lease answer, and join if it reflects that version", async () => {

@@ -15,9 +15,9 @@ describe('per-call policies resolved by value', () => {
 
     const engine = memoryEngine();
     engine.policyFor({ backoff: { initial: 5_000 } });
-    expect(() => engine.policyFor({ backoff: { initial: '5000' } } as unknown as CachePolicy)).toThrow(
-      /policy\.backoff\.initial/,
-    );
+    expect(() =>
+      engine.policyFor({ backoff: { initial: '5000' } } as unknown as CachePolicy),
+    ).toThrow(/policy\.backoff\.initial/);
   });
 
   it('resolves a policy written inline once per set of values, not once per call', () => {
@@ -39,8 +39,13 @@ describe('the serializer chosen per call', () => {
     try {
       const since = new Date('2026-01-02T03:04:05Z');
       await expect(
-        engine.getOrLoad('strict', async () => ({ customer: { since } }), { policy: { serializer: 'json' } }),
-      ).rejects.toMatchObject({ name: 'SerializationError', message: expect.stringContaining('$.customer.since') });
+        engine.getOrLoad('strict', async () => ({ customer: { since } }), {
+          policy: { serializer: 'json' },
+        }),
+      ).rejects.toMatchObject({
+        name: 'SerializationError',
+        message: expect.stringContaining('$.customer.since'),
+      });
       const kept = await engine.getOrLoad('typed', async () => ({ customer: { since } }));
       // A Date (made in Node's own realm by v8.deserialize, not the test's: compared by tag).
       expect(Object.prototype.toString.call(kept.customer.since)).toBe('[object Date]');

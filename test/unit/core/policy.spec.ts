@@ -1,5 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
-import { ConfigurationError, type CachePolicy, parseDuration, resolvePolicy } from '../../../lib/index.js';
+import {
+  ConfigurationError,
+  type CachePolicy,
+  parseDuration,
+  resolvePolicy,
+} from '../../../lib/index.js';
 import { memoryEngine } from '../../helpers/engine.js';
 
 function fieldOf(run: () => unknown): string | undefined {
@@ -26,12 +31,19 @@ describe('durations', () => {
     expect(parseDuration(input, 'x')).toBe(ms);
   });
 
-  it.each([[-1], [Number.NaN], [Number.POSITIVE_INFINITY], ['5 minutes'], ['10'], ['s'], [''], [true], [null]])(
-    'rejects %p with a ConfigurationError naming the field',
-    (input) => {
-      expect(fieldOf(() => parseDuration(input, 'policy.soft'))).toBe('policy.soft');
-    },
-  );
+  it.each([
+    [-1],
+    [Number.NaN],
+    [Number.POSITIVE_INFINITY],
+    ['5 minutes'],
+    ['10'],
+    ['s'],
+    [''],
+    [true],
+    [null],
+  ])('rejects %p with a ConfigurationError naming the field', (input) => {
+    expect(fieldOf(() => parseDuration(input, 'policy.soft'))).toBe('policy.soft');
+  });
 });
 
 describe('resolvePolicy', () => {
@@ -54,7 +66,10 @@ describe('resolvePolicy', () => {
   });
 
   it('layers a per-call policy over the base, field by field', () => {
-    const resolved = resolvePolicy({ soft: '5s' }, { soft: '1m', hard: '10m', leaseTtl: '2s', backoff: { max: '1m' } });
+    const resolved = resolvePolicy(
+      { soft: '5s' },
+      { soft: '1m', hard: '10m', leaseTtl: '2s', backoff: { max: '1m' } },
+    );
     expect(resolved).toMatchObject({
       softMs: 5_000,
       hardMs: 600_000,
@@ -94,7 +109,9 @@ describe('resolvePolicy', () => {
 
   it('rejects an invalid per-call policy on the call, typed', async () => {
     const engine = memoryEngine();
-    await expect(engine.getOrLoad('k', () => 1, { policy: { soft: 'forever' as never } })).rejects.toMatchObject({
+    await expect(
+      engine.getOrLoad('k', () => 1, { policy: { soft: 'forever' as never } }),
+    ).rejects.toMatchObject({
       code: 'HERD_GUARD_CONFIG',
       field: 'policy.soft',
     });

@@ -30,7 +30,9 @@ describe('SingleFlight', () => {
       runs += 1;
       return gate.promise;
     };
-    const calls = Array.from({ length: 100 }, () => flight.do('k', fn).catch((error: unknown) => error));
+    const calls = Array.from({ length: 100 }, () =>
+      flight.do('k', fn).catch((error: unknown) => error),
+    );
     const boom = new Error('boom');
     gate.reject(boom);
     const errors = await Promise.all(calls);
@@ -86,9 +88,9 @@ describe('SingleFlight', () => {
     const flight = new SingleFlight();
     const gate = deferred<string>();
     const running = flight.do('k', () => gate.promise);
-    await expect(flight.do('k', () => gate.promise, { signal: AbortSignal.abort() })).rejects.toBeInstanceOf(
-      WaitAbortedError,
-    );
+    await expect(
+      flight.do('k', () => gate.promise, { signal: AbortSignal.abort() }),
+    ).rejects.toBeInstanceOf(WaitAbortedError);
     expect(flight.armedWaits).toBe(0);
     gate.resolve('v');
     await running;
@@ -126,7 +128,10 @@ describe('SingleFlight', () => {
       const fn = (): Promise<string> | string => {
         if (roll < 0.1) throw new Error('sync');
         if (roll < 0.3) return Promise.reject(new Error('async'));
-        if (roll < 0.6) return new Promise((resolve) => setTimeout(() => resolve('slow'), Math.floor(random() * 4)));
+        if (roll < 0.6)
+          return new Promise((resolve) =>
+            setTimeout(() => resolve('slow'), Math.floor(random() * 4)),
+          );
         return 'fast';
       };
       const controller = new AbortController();
@@ -143,10 +148,16 @@ describe('SingleFlight', () => {
     }
     await Promise.all(calls);
     // Callers that gave up early may settle before the slow runs they left behind.
-    await until(() => flight.size === 0 && activeTimers() <= timersBefore, 5_000, 'the runs to finish');
+    await until(
+      () => flight.size === 0 && activeTimers() <= timersBefore,
+      5_000,
+      'the runs to finish',
+    );
     expect(flight.size).toBe(0);
     expect(flight.armedWaits).toBe(0);
     expect(activeTimers()).toBeLessThanOrEqual(timersBefore);
-    expect(signals.reduce((sum, signal) => sum + getEventListeners(signal, 'abort').length, 0)).toBe(0);
+    expect(
+      signals.reduce((sum, signal) => sum + getEventListeners(signal, 'abort').length, 0),
+    ).toBe(0);
   });
 });

@@ -1,6 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
 import { ForbiddenException, type LoggerService, NotFoundException } from '@nestjs/common';
-import { EventLogger, HerdEngine, MemoryStore, type Entry, type LeaseAttempt } from '../../../lib/index.js';
+import {
+  EventLogger,
+  HerdEngine,
+  MemoryStore,
+  type Entry,
+  type LeaseAttempt,
+} from '../../../lib/index.js';
 import { ManualClock } from '../../helpers/clock.js';
 import { until } from '../../helpers/deferred.js';
 import { memoryEngine } from '../../helpers/engine.js';
@@ -28,7 +34,10 @@ describe('EventLogger', () => {
     const events = new EventLogger(engine, logger);
     await engine.getOrLoad('k', async () => 'v');
     for (let i = 0; i < 100; i += 1) await engine.getOrLoad('k', async () => 'v');
-    expect(logger.lines.map((line) => (line.message as { event: string }).event)).toEqual(['lease acquired', 'loaded']);
+    expect(logger.lines.map((line) => (line.message as { event: string }).event)).toEqual([
+      'lease acquired',
+      'loaded',
+    ]);
     events.close();
   });
 
@@ -45,9 +54,16 @@ describe('EventLogger', () => {
     clock.advance(2_000);
     const result = await engine.read('k', async () => Promise.reject(new Error('db down')));
     await result.revalidated;
-    const warnings = logger.lines.filter((line) => line.level === 'warn').map((line) => line.message);
+    const warnings = logger.lines
+      .filter((line) => line.level === 'warn')
+      .map((line) => line.message);
     expect(warnings).toEqual([
-      expect.objectContaining({ event: 'loader failed', key: 'k', error: 'db down', trigger: 'refresh' }),
+      expect.objectContaining({
+        event: 'loader failed',
+        key: 'k',
+        error: 'db down',
+        trigger: 'refresh',
+      }),
       expect.objectContaining({ event: 'served stale', key: 'k', reason: 'loader-failed' }),
     ]);
     events.close();
@@ -62,12 +78,16 @@ describe('EventLogger', () => {
     });
     const logger = new RecordingLogger();
     const events = new EventLogger(engine, logger);
-    await engine.getOrLoad('missing', async () => Promise.reject(new NotFoundException())).catch(() => undefined);
+    await engine
+      .getOrLoad('missing', async () => Promise.reject(new NotFoundException()))
+      .catch(() => undefined);
     await engine.getOrLoad('k', async () => 'v');
     clock.advance(2_000);
     const result = await engine.read('k', async () => Promise.reject(new ForbiddenException()));
     await result.revalidated;
-    expect(logger.lines.filter((line) => line.level === 'warn' || line.level === 'log')).toEqual([]);
+    expect(logger.lines.filter((line) => line.level === 'warn' || line.level === 'log')).toEqual(
+      [],
+    );
     expect(logger.lines.map((line) => line.message)).toContainEqual(
       expect.objectContaining({ event: 'loader answered uncached', key: 'missing', status: 404 }),
     );
@@ -99,7 +119,9 @@ describe('EventLogger', () => {
     expect(logger.lines.filter((line) => line.level === 'error')).toHaveLength(3); // get, acquire-lease, fill
     clock.advance(10_000);
     await engine.getOrLoad('later', async () => 'v');
-    const errors = logger.lines.filter((line) => line.level === 'error').map((line) => line.message);
+    const errors = logger.lines
+      .filter((line) => line.level === 'error')
+      .map((line) => line.message);
     expect(errors.at(-1)).toMatchObject({ operation: 'fill', suppressedSinceLast: 49 });
     events.close();
   });

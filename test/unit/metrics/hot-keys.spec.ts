@@ -12,7 +12,14 @@ describe('HotKeys', () => {
     for (let i = 0; i < 50_000; i += 1) {
       const roll = random();
       // 30 % "a", 20 % "b", 10 % "c", the rest spread over 10,000 cold keys.
-      const key = roll < 0.3 ? 'a' : roll < 0.5 ? 'b' : roll < 0.6 ? 'c' : `cold${Math.floor(random() * 10_000)}`;
+      const key =
+        roll < 0.3
+          ? 'a'
+          : roll < 0.5
+            ? 'b'
+            : roll < 0.6
+              ? 'c'
+              : `cold${Math.floor(random() * 10_000)}`;
       hot.add(key);
     }
     const top = hot.top(3);
@@ -49,7 +56,8 @@ describe('HotKeys at scale', () => {
       expect(count).toBe(exact.get(key));
       expect(error).toBe(0);
     }
-    for (let i = 1; i < top.length; i += 1) expect(top[i - 1]!.count).toBeGreaterThanOrEqual(top[i]!.count);
+    for (let i = 1; i < top.length; i += 1)
+      expect(top[i - 1]!.count).toBeGreaterThanOrEqual(top[i]!.count);
   });
 
   it('replaces a smallest counter and keeps the error bound when full', () => {

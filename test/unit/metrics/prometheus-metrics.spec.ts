@@ -10,7 +10,8 @@ function sample(text: string, name: string, labels: Record<string, string>): num
     if (!line.startsWith(`${name}{`)) continue;
     const labelPart = line.slice(name.length + 1, line.indexOf('}'));
     const present = labelPart.split(',');
-    if (wanted.every((pair) => present.includes(pair))) return Number(line.slice(line.indexOf('}') + 2));
+    if (wanted.every((pair) => present.includes(pair)))
+      return Number(line.slice(line.indexOf('}') + 2));
   }
   return undefined;
 }
@@ -24,11 +25,17 @@ describe('PrometheusMetrics', () => {
     await engine.getOrLoad('k', async () => 'v');
     await engine.getOrLoad('missing', async () => null);
     await engine.getOrLoad('missing', async () => null);
-    await engine.getOrLoad('broken', async () => Promise.reject(new Error('x'))).catch(() => undefined);
+    await engine
+      .getOrLoad('broken', async () => Promise.reject(new Error('x')))
+      .catch(() => undefined);
     const text = await registry.metrics();
     expect(sample(text, 'herd_guard_requests_total', { cache: 'default', result: 'miss' })).toBe(6);
-    expect(sample(text, 'herd_guard_requests_total', { cache: 'default', result: 'fresh' })).toBe(1);
-    expect(sample(text, 'herd_guard_requests_total', { cache: 'default', result: 'negative' })).toBe(1);
+    expect(sample(text, 'herd_guard_requests_total', { cache: 'default', result: 'fresh' })).toBe(
+      1,
+    );
+    expect(
+      sample(text, 'herd_guard_requests_total', { cache: 'default', result: 'negative' }),
+    ).toBe(1);
     expect(sample(text, 'herd_guard_coalesced_total', { cache: 'default' })).toBe(4);
     expect(sample(text, 'herd_guard_loads_total', { result: 'ok', trigger: 'miss' })).toBe(2);
     expect(sample(text, 'herd_guard_loader_errors_total', { trigger: 'miss' })).toBe(1);
@@ -44,8 +51,12 @@ describe('PrometheusMetrics', () => {
     const registry = new Registry();
     const engine = memoryEngine();
     const metrics = await PrometheusMetrics.create(engine, { registry });
-    await engine.getOrLoad('k', async () => Promise.reject(new BadRequestException('bad id'))).catch(() => undefined);
-    await engine.getOrLoad('k', async () => Promise.reject(new ServiceUnavailableException())).catch(() => undefined);
+    await engine
+      .getOrLoad('k', async () => Promise.reject(new BadRequestException('bad id')))
+      .catch(() => undefined);
+    await engine
+      .getOrLoad('k', async () => Promise.reject(new ServiceUnavailableException()))
+      .catch(() => undefined);
     const text = await registry.metrics();
     expect(sample(text, 'herd_guard_loads_total', { result: 'uncached', trigger: 'miss' })).toBe(1);
     expect(sample(text, 'herd_guard_loads_total', { result: 'error', trigger: 'miss' })).toBe(1);
@@ -63,7 +74,9 @@ describe('PrometheusMetrics', () => {
     await second.getOrLoad('k', async () => 1);
     await second.getOrLoad('k', async () => 1);
     const text = await registry.metrics();
-    expect(sample(text, 'herd_guard_requests_total', { cache: 'products', result: 'miss' })).toBe(1);
+    expect(sample(text, 'herd_guard_requests_total', { cache: 'products', result: 'miss' })).toBe(
+      1,
+    );
     expect(sample(text, 'herd_guard_requests_total', { cache: 'users', result: 'fresh' })).toBe(1);
     expect(sample(text, 'herd_guard_inflight_keys', { cache: 'users' })).toBe(0);
     a.close();

@@ -29,7 +29,12 @@ describe('cache headers', () => {
 
   it('rounds down to whole seconds and marks scoped responses private', () => {
     const headers = cacheHeaders(
-      { path: 'fresh', createdAt, softExpireAt: createdAt + 1_999, hardExpireAt: createdAt + 3_500 },
+      {
+        path: 'fresh',
+        createdAt,
+        softExpireAt: createdAt + 1_999,
+        hardExpireAt: createdAt + 3_500,
+      },
       createdAt + 999,
       true,
     );

@@ -1,5 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
-import { KeySerializationError, methodCacheKey, routeCacheKey, stableSerialize } from '../../../lib/index.js';
+import {
+  KeySerializationError,
+  methodCacheKey,
+  routeCacheKey,
+  stableSerialize,
+} from '../../../lib/index.js';
 
 function keyError(run: () => unknown): KeySerializationError {
   try {
@@ -22,8 +27,12 @@ describe('method cache keys', () => {
   });
 
   it('gives one key for objects whose keys were written in a different order', () => {
-    const a = methodCacheKey('Users.search', [{ q: 'ann', page: 2, filter: { active: true, role: 'admin' } }]);
-    const b = methodCacheKey('Users.search', [{ filter: { role: 'admin', active: true }, page: 2, q: 'ann' }]);
+    const a = methodCacheKey('Users.search', [
+      { q: 'ann', page: 2, filter: { active: true, role: 'admin' } },
+    ]);
+    const b = methodCacheKey('Users.search', [
+      { filter: { role: 'admin', active: true }, page: 2, q: 'ann' },
+    ]);
     expect(a).toBe(b);
   });
 
@@ -41,8 +50,12 @@ describe('method cache keys', () => {
   });
 
   it('tells undefined from null in arguments and arrays', () => {
-    expect(methodCacheKey('Users.find', [undefined, 1])).not.toBe(methodCacheKey('Users.find', [null, 1]));
-    expect(methodCacheKey('Users.find', [[undefined]])).not.toBe(methodCacheKey('Users.find', [[null]]));
+    expect(methodCacheKey('Users.find', [undefined, 1])).not.toBe(
+      methodCacheKey('Users.find', [null, 1]),
+    );
+    expect(methodCacheKey('Users.find', [[undefined]])).not.toBe(
+      methodCacheKey('Users.find', [[null]]),
+    );
   });
 
   it('treats a trailing undefined argument and an undefined property as absent, as default parameters and JSON do', () => {
@@ -53,8 +66,8 @@ describe('method cache keys', () => {
   });
 
   it('tells apart values JSON would merge: numbers from strings, NaN and Infinity from null', () => {
-    const keys = [1, '1', Number.NaN, Number.POSITIVE_INFINITY, null, true, 'true', 10n].map((value) =>
-      methodCacheKey('M.m', [value]),
+    const keys = [1, '1', Number.NaN, Number.POSITIVE_INFINITY, null, true, 'true', 10n].map(
+      (value) => methodCacheKey('M.m', [value]),
     );
     expect(new Set(keys).size).toBe(keys.length);
   });
@@ -82,7 +95,9 @@ describe('method cache keys', () => {
         ]),
       ),
     );
-    expect(stableSerialize(new Filter('admin', true))).toBe(stableSerialize({ active: true, role: 'admin' }));
+    expect(stableSerialize(new Filter('admin', true))).toBe(
+      stableSerialize({ active: true, role: 'admin' }),
+    );
   });
 
   it('rejects a circular argument with a KeySerializationError naming where the cycle is', () => {
@@ -127,7 +142,9 @@ describe('method cache keys', () => {
 
   it('accepts the same object twice when it is not a cycle', () => {
     const shared = { id: 1 };
-    expect(methodCacheKey('M.m', [{ a: shared, b: shared }])).toBe('M.m({"a":{"id":1},"b":{"id":1}})');
+    expect(methodCacheKey('M.m', [{ a: shared, b: shared }])).toBe(
+      'M.m({"a":{"id":1},"b":{"id":1}})',
+    );
   });
 
   it.each([
@@ -148,16 +165,22 @@ describe('route cache keys', () => {
   });
 
   it('keeps the order of the values of a repeated query parameter', () => {
-    expect(routeCacheKey({ method: 'GET', url: '/items?tag=y&a=1&tag=x' })).toBe('http:GET /items?a=1&tag=y&tag=x');
+    expect(routeCacheKey({ method: 'GET', url: '/items?tag=y&a=1&tag=x' })).toBe(
+      'http:GET /items?a=1&tag=y&tag=x',
+    );
   });
 
   it('leaves ignored query parameters out of the key', () => {
     const plain = routeCacheKey({ method: 'GET', url: '/items?page=2' });
-    expect(routeCacheKey({ method: 'GET', url: '/items?_=123&page=2', ignoreQuery: ['_'] })).toBe(plain);
+    expect(routeCacheKey({ method: 'GET', url: '/items?_=123&page=2', ignoreQuery: ['_'] })).toBe(
+      plain,
+    );
   });
 
   it('shares the GET entry with HEAD requests', () => {
-    expect(routeCacheKey({ method: 'HEAD', url: '/items' })).toBe(routeCacheKey({ method: 'get', url: '/items' }));
+    expect(routeCacheKey({ method: 'HEAD', url: '/items' })).toBe(
+      routeCacheKey({ method: 'get', url: '/items' }),
+    );
   });
 
   it('adds each vary header by lower-case name, sorted, and the scope last', () => {
@@ -183,7 +206,9 @@ describe('route cache keys', () => {
   it('cannot be forged by a host that looks like a path or another part of the key', () => {
     const forged = routeCacheKey({ method: 'GET', url: '/items', host: 'a.example.com/b @x' });
     expect(forged).toBe('http:GET //a.example.com%2Fb%20%40x/items');
-    expect(forged).not.toBe(routeCacheKey({ method: 'GET', url: '/b/items', host: 'a.example.com', scope: 'x' }));
+    expect(forged).not.toBe(
+      routeCacheKey({ method: 'GET', url: '/b/items', host: 'a.example.com', scope: 'x' }),
+    );
   });
 
   it('keeps query bytes as sent, so queries that are not UTF-8 never share a key', () => {
@@ -195,7 +220,9 @@ describe('route cache keys', () => {
 
   it('leaves out an ignored query parameter however its name is encoded', () => {
     const plain = routeCacheKey({ method: 'GET', url: '/items?page=2' });
-    expect(routeCacheKey({ method: 'GET', url: '/items?%5F=1&page=2&&', ignoreQuery: ['_'] })).toBe(plain);
+    expect(routeCacheKey({ method: 'GET', url: '/items?%5F=1&page=2&&', ignoreQuery: ['_'] })).toBe(
+      plain,
+    );
   });
 
   it('tells apart two ports of one host', () => {
@@ -208,12 +235,23 @@ describe('route cache keys', () => {
     const site = routeCacheKey({ method: 'GET', url: '/home', host: 'shop.example.com' });
     expect(routeCacheKey({ method: 'GET', url: '//shop.example.com/home' })).not.toBe(site);
     const absolute = routeCacheKey({ method: 'GET', url: 'http://x/', host: 'shop.example.com' });
-    expect(absolute).not.toBe(routeCacheKey({ method: 'GET', url: '//x/', host: 'shop.example.comhttp:' }));
+    expect(absolute).not.toBe(
+      routeCacheKey({ method: 'GET', url: '//x/', host: 'shop.example.comhttp:' }),
+    );
   });
 
   it('cannot be forged by a header value that looks like another part of the key', () => {
-    const forged = routeCacheKey({ method: 'GET', url: '/items', vary: { 'accept-language': 'de @admin' } });
-    const scoped = routeCacheKey({ method: 'GET', url: '/items', vary: { 'accept-language': 'de' }, scope: 'admin' });
+    const forged = routeCacheKey({
+      method: 'GET',
+      url: '/items',
+      vary: { 'accept-language': 'de @admin' },
+    });
+    const scoped = routeCacheKey({
+      method: 'GET',
+      url: '/items',
+      vary: { 'accept-language': 'de' },
+      scope: 'admin',
+    });
     expect(forged).not.toBe(scoped);
   });
 });

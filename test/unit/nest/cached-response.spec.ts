@@ -1,5 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
-import { forbidsStoring, isCachedResponse, replayedHeaders } from '../../../lib/interceptors/cached-response.js';
+import {
+  forbidsStoring,
+  isCachedResponse,
+  replayedHeaders,
+} from '../../../lib/interceptors/cached-response.js';
 
 describe('what the interceptor may store', () => {
   it.each([
@@ -18,9 +22,12 @@ describe('what the interceptor may store', () => {
     ['max-age=0, s-maxage=60, must-revalidate', false, false],
     ['max-age=60, must-revalidate', false, false],
     ['max-age="60"', false, false],
-  ])('reads Cache-Control: %s (scoped route: %s) as forbidding storage: %s', (header, scoped, forbidden) => {
-    expect(forbidsStoring(header, scoped)).toBe(forbidden);
-  });
+  ])(
+    'reads Cache-Control: %s (scoped route: %s) as forbidding storage: %s',
+    (header, scoped, forbidden) => {
+      expect(forbidsStoring(header, scoped)).toBe(forbidden);
+    },
+  );
 
   it('allows storing a response without Cache-Control', () => {
     expect(forbidsStoring(undefined, false)).toBe(false);
@@ -55,7 +62,9 @@ describe('what the interceptor may store', () => {
 
   it('tells a stored response from a bare body', () => {
     expect(isCachedResponse({ status: 200, body: { a: 1 } })).toBe(true);
-    expect(isCachedResponse({ status: 404, body: 'x', headers: { 'content-type': 'text/plain' } })).toBe(true);
+    expect(
+      isCachedResponse({ status: 404, body: 'x', headers: { 'content-type': 'text/plain' } }),
+    ).toBe(true);
     expect(isCachedResponse({ status: 200, body: 1, extra: true })).toBe(false);
     expect(isCachedResponse({ body: 1 })).toBe(false);
     expect(isCachedResponse([200])).toBe(false);

@@ -1,5 +1,11 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { Injectable, Module, NotFoundException, type INestApplicationContext, type Type } from '@nestjs/common';
+import {
+  Injectable,
+  Module,
+  NotFoundException,
+  type INestApplicationContext,
+  type Type,
+} from '@nestjs/common';
 import { Observable, from, lastValueFrom, toArray } from 'rxjs';
 import {
   Cached,
@@ -30,7 +36,10 @@ class UsersRepository {
     return this.calls.search;
   }
 
-  @Cached({ key: (name: string) => `user-by-name:${name}`, tags: (name: string) => ['users', `user:${name}`] })
+  @Cached({
+    key: (name: string) => `user-by-name:${name}`,
+    tags: (name: string) => ['users', `user:${name}`],
+  })
   async byName(name: string): Promise<string> {
     this.calls.byName += 1;
     return name.toUpperCase();
@@ -92,7 +101,11 @@ describe('@Cached on a provider method', () => {
     const repo = (await start()).get(UsersRepository);
     const since = new Date('2024-01-01T00:00:00.000Z');
     const first = await repo.search({ role: 'admin', active: true, since });
-    const second = await repo.search({ since: new Date(since.getTime()), active: true, role: 'admin' });
+    const second = await repo.search({
+      since: new Date(since.getTime()),
+      active: true,
+      role: 'admin',
+    });
     const other = await repo.search({ role: 'admin', active: false, since });
     expect([first, second, other]).toEqual([1, 1, 2]);
   });
@@ -101,7 +114,9 @@ describe('@Cached on a provider method', () => {
     const app = await start();
     const repo = app.get(UsersRepository);
     await repo.search({ role: 'admin' });
-    const entry = await app.get(HerdGuardService).peek(methodCacheKey('UsersRepository.search', [{ role: 'admin' }]));
+    const entry = await app
+      .get(HerdGuardService)
+      .peek(methodCacheKey('UsersRepository.search', [{ role: 'admin' }]));
     expect(entry).toBeDefined();
     expect(entry!.softExpireAt - entry!.createdAt).toBe(120_000);
   });
@@ -121,7 +136,9 @@ describe('@Cached on a provider method', () => {
     const repo = (await start()).get(UsersRepository);
     const gate = deferred<void>();
     repo.gate = gate.promise;
-    const subscribers = Array.from({ length: 50 }, () => lastValueFrom(repo.find$(3).pipe(toArray())));
+    const subscribers = Array.from({ length: 50 }, () =>
+      lastValueFrom(repo.find$(3).pipe(toArray())),
+    );
     gate.resolve();
     const emitted = await Promise.all(subscribers);
     expect(emitted.every((values) => values.length === 1 && values[0] === 'user-3')).toBe(true);
@@ -181,7 +198,9 @@ describe('@Cached on a provider method', () => {
     const app = await start(RegionsModule);
     await expect(app.get<Regional>('EU').find(1)).resolves.toBe('eu 1');
     await expect(app.get<Regional>('US').find(1)).resolves.toBe('us 1');
-    await expect(app.get(HerdGuardService).peek('us:user:1')).resolves.toMatchObject({ value: 'us 1' });
+    await expect(app.get(HerdGuardService).peek('us:user:1')).resolves.toMatchObject({
+      value: 'us 1',
+    });
   });
 
   it('runs the method uncached, as written, in an app without HerdGuardModule', async () => {

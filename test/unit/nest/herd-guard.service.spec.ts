@@ -1,7 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import type { INestApplicationContext } from '@nestjs/common';
 import { lastValueFrom, of, toArray } from 'rxjs';
-import { ConfigurationError, HerdGuardModule, HerdGuardService, LoaderFailedError } from '../../../lib/index.js';
+import {
+  ConfigurationError,
+  HerdGuardModule,
+  HerdGuardService,
+  LoaderFailedError,
+} from '../../../lib/index.js';
 import { counted } from '../../helpers/counted.js';
 import { deferred, flush } from '../../helpers/deferred.js';
 import { startContext } from '../../helpers/nest-app.js';
@@ -10,7 +15,9 @@ let app: INestApplicationContext;
 let herd: HerdGuardService;
 
 beforeEach(async () => {
-  app = await startContext(HerdGuardModule.forRoot({ policy: { soft: '30s', hard: '5m', jitter: 0 } }));
+  app = await startContext(
+    HerdGuardModule.forRoot({ policy: { soft: '30s', hard: '5m', jitter: 0 } }),
+  );
   herd = app.get(HerdGuardService);
 });
 
@@ -82,8 +89,12 @@ describe('HerdGuardService reads', () => {
 describe('HerdGuardService.getOrLoad$', () => {
   it('emits once and completes on a miss and on a fresh hit', async () => {
     const loader = counted(() => Promise.resolve('v'));
-    await expect(lastValueFrom(herd.getOrLoad$('k', loader).pipe(toArray()))).resolves.toEqual(['v']);
-    await expect(lastValueFrom(herd.getOrLoad$('k', loader).pipe(toArray()))).resolves.toEqual(['v']);
+    await expect(lastValueFrom(herd.getOrLoad$('k', loader).pipe(toArray()))).resolves.toEqual([
+      'v',
+    ]);
+    await expect(lastValueFrom(herd.getOrLoad$('k', loader).pipe(toArray()))).resolves.toEqual([
+      'v',
+    ]);
     expect(loader.calls).toBe(1);
   });
 
@@ -94,7 +105,9 @@ describe('HerdGuardService.getOrLoad$', () => {
     const loader = counted(() => gate.promise);
     const seen: string[] = [];
     let completed = false;
-    herd.getOrLoad$('k', loader).subscribe({ next: (value) => seen.push(value), complete: () => (completed = true) });
+    herd
+      .getOrLoad$('k', loader)
+      .subscribe({ next: (value) => seen.push(value), complete: () => (completed = true) });
     await flush();
     expect(seen).toEqual(['old']);
     expect(completed).toBe(false);
@@ -108,14 +121,16 @@ describe('HerdGuardService.getOrLoad$', () => {
   it('completes after the stale value alone when the background refresh fails', async () => {
     await herd.set('k', 'old');
     await herd.expire('k');
-    const values = await lastValueFrom(herd.getOrLoad$('k', () => Promise.reject(new Error('down'))).pipe(toArray()));
+    const values = await lastValueFrom(
+      herd.getOrLoad$('k', () => Promise.reject(new Error('down'))).pipe(toArray()),
+    );
     expect(values).toEqual(['old']);
   });
 
   it('errors with the read error when nothing is cached and the loader fails', async () => {
-    await expect(lastValueFrom(herd.getOrLoad$('k', () => Promise.reject(new Error('down'))))).rejects.toBeInstanceOf(
-      LoaderFailedError,
-    );
+    await expect(
+      lastValueFrom(herd.getOrLoad$('k', () => Promise.reject(new Error('down')))),
+    ).rejects.toBeInstanceOf(LoaderFailedError);
   });
 });
 
@@ -123,7 +138,10 @@ describe('HerdGuardService writes and invalidation', () => {
   it('writes through with set: the next read is fresh and does not load', async () => {
     await herd.set('k', { name: 'Ann' });
     const loader = counted(() => ({ name: 'Bob' }));
-    await expect(herd.read('k', loader)).resolves.toMatchObject({ value: { name: 'Ann' }, path: 'fresh' });
+    await expect(herd.read('k', loader)).resolves.toMatchObject({
+      value: { name: 'Ann' },
+      path: 'fresh',
+    });
     expect(loader.calls).toBe(0);
   });
 
@@ -141,7 +159,10 @@ describe('HerdGuardService writes and invalidation', () => {
   it('delete makes the next read wait for a load', async () => {
     await herd.set('k', 'old');
     await herd.delete('k');
-    await expect(herd.read('k', () => 'new')).resolves.toMatchObject({ value: 'new', path: 'miss' });
+    await expect(herd.read('k', () => 'new')).resolves.toMatchObject({
+      value: 'new',
+      path: 'miss',
+    });
   });
 
   it('expireTag marks a group stale without a herd: 100 readers per key, one refresh per key', async () => {
@@ -150,7 +171,9 @@ describe('HerdGuardService writes and invalidation', () => {
     await herd.set('other', 'untouched', { tags: ['users'] });
     await expect(herd.expireTag('products')).resolves.toBe(3);
     const loaders = new Map(keys.map((key) => [key, counted(() => `${key}-new`)]));
-    const reads = keys.flatMap((key) => Array.from({ length: 100 }, () => herd.read(key, loaders.get(key)!)));
+    const reads = keys.flatMap((key) =>
+      Array.from({ length: 100 }, () => herd.read(key, loaders.get(key)!)),
+    );
     const results = await Promise.all(reads);
     expect(results.every((result) => result.path === 'stale')).toBe(true);
     await Promise.all(results.map((result) => result.revalidated));

@@ -16,7 +16,10 @@ import { startContext } from '../../helpers/nest-app.js';
 /** Boots an application context for `module` and returns the error that stopped it. */
 async function bootstrapError(module: Type): Promise<unknown> {
   try {
-    const app = await NestFactory.createApplicationContext(module, { logger: false, abortOnError: false });
+    const app = await NestFactory.createApplicationContext(module, {
+      logger: false,
+      abortOnError: false,
+    });
     await app.close();
   } catch (error) {
     return error;
@@ -26,7 +29,11 @@ async function bootstrapError(module: Type): Promise<unknown> {
 
 /** The field named by the ConfigurationError that stops an app whose options come from a factory. */
 async function badOptionField(options: unknown): Promise<string> {
-  @Module({ imports: [HerdGuardModule.forRootAsync({ useFactory: () => options as HerdGuardModuleOptions })] })
+  @Module({
+    imports: [
+      HerdGuardModule.forRootAsync({ useFactory: () => options as HerdGuardModuleOptions }),
+    ],
+  })
   class AppModule {}
   const error = await bootstrapError(AppModule);
   expect(error).toBeInstanceOf(ConfigurationError);
@@ -45,7 +52,11 @@ describe('HerdGuardModule options', () => {
     ['a redis value that is not a URL', { redis: 'localhost:6379' }, 'redis'],
     ['a redis value of the wrong type', { redis: 6379 }, 'redis'],
     ['memory options next to a store', { store: someStore, memory: { maxEntries: 10 } }, 'memory'],
-    ['a memory size that is not a positive integer', { memory: { maxEntries: 0 } }, 'memory.maxEntries'],
+    [
+      'a memory size that is not a positive integer',
+      { memory: { maxEntries: 0 } },
+      'memory.maxEntries',
+    ],
     ['an unknown memory option', { memory: { size: 10 } }, 'memory.size'],
     [
       'the removed Redis option fallbackEntries',
@@ -56,17 +67,41 @@ describe('HerdGuardModule options', () => {
     ['a namespace with spaces', { namespace: 'my app' }, 'namespace'],
     ['a policy that is not an object', { policy: '30s' }, 'policy'],
     ['an unknown policy field', { policy: { sfot: '1s' } }, 'policy.sfot'],
-    ['a duration without a unit the parser knows', { policy: { soft: '30 seconds' } }, 'policy.soft'],
-    ['a hard TTL shorter than the soft TTL', { policy: { soft: '1m', hard: '10s' } }, 'policy.hard'],
+    [
+      'a duration without a unit the parser knows',
+      { policy: { soft: '30 seconds' } },
+      'policy.soft',
+    ],
+    [
+      'a hard TTL shorter than the soft TTL',
+      { policy: { soft: '1m', hard: '10s' } },
+      'policy.hard',
+    ],
     ['a jitter fraction above 1', { policy: { jitter: 5 } }, 'policy.jitter'],
     ['a Redis URL with a port that is not a number', { redis: 'redis://localhost:port' }, 'redis'],
     ['a Redis URL with a port out of range', { redis: 'redis://localhost:70000' }, 'redis'],
     ['a Redis URL without a host', { redis: 'redis://:6379' }, 'redis'],
-    ['a Redis URL with a database that is not a number', { redis: 'redis://localhost:6379/cache' }, 'redis'],
+    [
+      'a Redis URL with a database that is not a number',
+      { redis: 'redis://localhost:6379/cache' },
+      'redis',
+    ],
     ['an invalid url inside redis', { redis: { url: 'redis://exa mple.com:6379' } }, 'redis.url'],
-    ['a url inside redis of another scheme', { redis: { url: 'http://localhost:6379' } }, 'redis.url'],
-    ['an unknown field inside redis', { redis: { url: 'redis://127.0.0.1:6390', timeout: 100 } }, 'redis.timeout'],
-    ['a misspelt field inside redis', { redis: { url: 'redis://127.0.0.1:6390', namspace: 'app' } }, 'redis.namspace'],
+    [
+      'a url inside redis of another scheme',
+      { redis: { url: 'http://localhost:6379' } },
+      'redis.url',
+    ],
+    [
+      'an unknown field inside redis',
+      { redis: { url: 'redis://127.0.0.1:6390', timeout: 100 } },
+      'redis.timeout',
+    ],
+    [
+      'a misspelt field inside redis',
+      { redis: { url: 'redis://127.0.0.1:6390', namspace: 'app' } },
+      'redis.namspace',
+    ],
     ['a hot-key summary larger than it may be', { hotKeys: 10_001 }, 'hotKeys'],
     [
       'a bad Redis store option',
@@ -155,7 +190,9 @@ describe('decorator options', () => {
     }
     @Module({ imports: [HerdGuardModule.forRoot()], providers: [Repo] })
     class AppModule {}
-    await expect(bootstrapError(AppModule)).resolves.toMatchObject({ field: '@Cached(Repo.find).soft' });
+    await expect(bootstrapError(AppModule)).resolves.toMatchObject({
+      field: '@Cached(Repo.find).soft',
+    });
   });
 
   it('checks a @Cached policy against the module default', async () => {
@@ -166,9 +203,14 @@ describe('decorator options', () => {
         return 1;
       }
     }
-    @Module({ imports: [HerdGuardModule.forRoot({ policy: { soft: '1m', hard: '5m' } })], providers: [Repo] })
+    @Module({
+      imports: [HerdGuardModule.forRoot({ policy: { soft: '1m', hard: '5m' } })],
+      providers: [Repo],
+    })
     class AppModule {}
-    await expect(bootstrapError(AppModule)).resolves.toMatchObject({ field: '@Cached(Repo.find).hard' });
+    await expect(bootstrapError(AppModule)).resolves.toMatchObject({
+      field: '@Cached(Repo.find).hard',
+    });
   });
 
   it('fails the bootstrap on a @Cached key that is not a function', async () => {
@@ -181,7 +223,9 @@ describe('decorator options', () => {
     }
     @Module({ imports: [HerdGuardModule.forRoot()], providers: [Repo] })
     class AppModule {}
-    await expect(bootstrapError(AppModule)).resolves.toMatchObject({ field: '@Cached(Repo.find).key' });
+    await expect(bootstrapError(AppModule)).resolves.toMatchObject({
+      field: '@Cached(Repo.find).key',
+    });
   });
 
   it('fails the bootstrap on a @Cached method that is neither async nor declared to return a Promise or Observable', async () => {

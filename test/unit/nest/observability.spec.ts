@@ -42,7 +42,9 @@ afterEach(async () => {
 describe('HerdGuardModule observability', () => {
   it('registers Prometheus metrics in the registry the app passes, labelled with the namespace', async () => {
     const registry = new Registry();
-    context = await startContext(HerdGuardModule.forRoot({ namespace: 'shop', metrics: { registry }, logging: false }));
+    context = await startContext(
+      HerdGuardModule.forRoot({ namespace: 'shop', metrics: { registry }, logging: false }),
+    );
     const cache = context.get(HerdGuardService);
     await cache.getOrLoad('k', async () => 1);
     await cache.getOrLoad('k', async () => 1);
@@ -86,10 +88,17 @@ describe('HerdGuardModule observability', () => {
       cache: { status: 'up', store: 'memory', storeStatus: 'up', breaker: 'closed', inflight: 0 },
     });
     await context.close();
-    context = await startContext(HerdGuardModule.forRoot({ store: new DegradedStore(), logging: false }));
+    context = await startContext(
+      HerdGuardModule.forRoot({ store: new DegradedStore(), logging: false }),
+    );
     const health = context.get(HerdGuardHealthIndicator);
     await expect(health.isHealthy()).resolves.toMatchObject({
-      herdGuard: { status: 'degraded', storeStatus: 'degraded', breaker: 'open', reason: 'connect ECONNREFUSED' },
+      herdGuard: {
+        status: 'degraded',
+        storeStatus: 'degraded',
+        breaker: 'open',
+        reason: 'connect ECONNREFUSED',
+      },
     });
     await expect(health.isHealthy('cache', { failWhenDegraded: true })).resolves.toMatchObject({
       cache: { status: 'down' },
@@ -97,12 +106,20 @@ describe('HerdGuardModule observability', () => {
   });
 
   it('reports a degraded store as up with degradedAs: up, for terminus 11, which knows only up and down', async () => {
-    context = await startContext(HerdGuardModule.forRoot({ store: new DegradedStore(), logging: false }));
-    const result = await context.get(HerdGuardHealthIndicator).isHealthy('cache', { degradedAs: 'up' });
+    context = await startContext(
+      HerdGuardModule.forRoot({ store: new DegradedStore(), logging: false }),
+    );
+    const result = await context
+      .get(HerdGuardHealthIndicator)
+      .isHealthy('cache', { degradedAs: 'up' });
     // Typed without 'degraded', so terminus 11's HealthIndicatorResult accepts it.
     const status: 'up' | 'down' = result.cache.status;
     expect(status).toBe('up');
-    expect(result.cache).toMatchObject({ storeStatus: 'degraded', breaker: 'open', reason: 'connect ECONNREFUSED' });
+    expect(result.cache).toMatchObject({
+      storeStatus: 'degraded',
+      breaker: 'open',
+      reason: 'connect ECONNREFUSED',
+    });
   });
 
   it.each([
@@ -111,6 +128,8 @@ describe('HerdGuardModule observability', () => {
     [{ hotKeys: -1 }, 'hotKeys'],
     [{ hotKeys: 1.5 }, 'hotKeys'],
   ])('fails the bootstrap on %p naming %s', async (options, field) => {
-    await expect(startContext(HerdGuardModule.forRoot(options as never))).rejects.toMatchObject({ field });
+    await expect(startContext(HerdGuardModule.forRoot(options as never))).rejects.toMatchObject({
+      field,
+    });
   });
 });

@@ -1,5 +1,11 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { type IncomingHttpHeaders, type Server, type ServerResponse, createServer, get } from 'node:http';
+import {
+  type IncomingHttpHeaders,
+  type Server,
+  type ServerResponse,
+  createServer,
+  get,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ResponseHead, privateCacheControl } from '../../../lib/interceptors/response-head.js';
 
@@ -14,7 +20,10 @@ afterEach(async () => {
 /** A session middleware's hook: sets its cookie (and a Cache-Control) as the head is written. */
 function setsCookieOnWriteHead(response: ServerResponse, cacheControl?: string): void {
   const writeHead = response.writeHead;
-  response.writeHead = function (this: ServerResponse, ...args: Parameters<ServerResponse['writeHead']>) {
+  response.writeHead = function (
+    this: ServerResponse,
+    ...args: Parameters<ServerResponse['writeHead']>
+  ) {
     this.setHeader('Set-Cookie', 'sid=2');
     if (cacheControl !== undefined) this.setHeader('Cache-Control', cacheControl);
     return writeHead.apply(this, args);
@@ -104,7 +113,9 @@ describe('ResponseHead', () => {
       server.listen(0, '127.0.0.1', () => {
         const { port } = server.address() as AddressInfo;
         const ask = (path: string): Promise<void> =>
-          new Promise((done) => get({ port, host: '127.0.0.1', path, agent: false }).on('error', () => done()));
+          new Promise((done) =>
+            get({ port, host: '127.0.0.1', path, agent: false }).on('error', () => done()),
+          );
         void ask('/before').then(() => ask('/after'));
       });
     });

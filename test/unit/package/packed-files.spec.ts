@@ -18,7 +18,9 @@ function packedFiles(): string[] {
 
 describe('the packed tarball', () => {
   it('carries the text of the license its package.json names, as the MIT license asks of every copy', () => {
-    const { license } = JSON.parse(readFileSync(`${ROOT}/package.json`, 'utf8')) as { license: string };
+    const { license } = JSON.parse(readFileSync(`${ROOT}/package.json`, 'utf8')) as {
+      license: string;
+    };
     expect(license).toBe('MIT');
     expect(packedFiles().filter((path) => /^licen[cs]e(\.(md|txt))?$/i.test(path))).toHaveLength(1);
   });

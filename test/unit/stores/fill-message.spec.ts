@@ -15,7 +15,9 @@ describe('fill messages', () => {
         version: 7,
         envelope: undefined,
       });
-      expect(decodeFillMessage(encodeFillMessage('fill', 1764600000123456, key, '{"v":2}'))).toEqual({
+      expect(
+        decodeFillMessage(encodeFillMessage('fill', 1764600000123456, key, '{"v":2}')),
+      ).toEqual({
         kind: 'fill',
         key,
         version: 1764600000123456,
@@ -24,9 +26,15 @@ describe('fill messages', () => {
     },
   );
 
-  it.each(['fill', 'write', 'stale', 'delete', 'release'] as const)('round-trips the kind %s', (kind) => {
-    expect(decodeFillMessage(encodeFillMessage(kind, 3, 'k'))).toMatchObject({ kind, version: 3 });
-  });
+  it.each(['fill', 'write', 'stale', 'delete', 'release'] as const)(
+    'round-trips the kind %s',
+    (kind) => {
+      expect(decodeFillMessage(encodeFillMessage(kind, 3, 'k'))).toMatchObject({
+        kind,
+        version: 3,
+      });
+    },
+  );
 
   it('leaves out an envelope too large to broadcast', () => {
     const large = 'x'.repeat(MAX_BROADCAST_ENVELOPE + 1);

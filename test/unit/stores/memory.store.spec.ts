@@ -3,7 +3,14 @@ import { ConfigurationError, type Entry, MemoryStore } from '../../../lib/index.
 
 function entry(value: unknown): Entry {
   const now = Date.now();
-  return { value, version: 0, createdAt: now, softExpireAt: now + 60_000, hardExpireAt: now + 600_000, loadMs: 1 };
+  return {
+    value,
+    version: 0,
+    createdAt: now,
+    softExpireAt: now + 60_000,
+    hardExpireAt: now + 600_000,
+    loadMs: 1,
+  };
 }
 
 describe('MemoryStore', () => {

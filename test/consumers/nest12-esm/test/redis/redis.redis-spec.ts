@@ -29,10 +29,15 @@ class HealthController {
 }
 
 /** One pod of the app: its own Nest application, catalog and registry, on the shared Redis. */
-async function startPod(redis: RedisStoreOptions): Promise<{ app: INestApplication<App>; registry: Registry }> {
+async function startPod(
+  redis: RedisStoreOptions,
+): Promise<{ app: INestApplication<App>; registry: Registry }> {
   const registry = new Registry();
   const moduleRef = await Test.createTestingModule({
-    imports: [HerdGuardModule.forRoot({ isGlobal: true, redis, metrics: { registry } }), TerminusModule],
+    imports: [
+      HerdGuardModule.forRoot({ isGlobal: true, redis, metrics: { registry } }),
+      TerminusModule,
+    ],
     controllers: [ProductsController, HealthController],
     providers: [Catalog],
   }).compile();
@@ -71,7 +76,9 @@ describe('herd-guard on Redis with the installed ioredis, prom-client and termin
     expect(first.app.get(Catalog).queries).toBe(1);
     expect(second.app.get(Catalog).queries).toBe(0);
 
-    expect(await second.registry.metrics()).toMatch(/herd_guard_requests_total\{cache="[^"]+",result="fresh"\} 1/);
+    expect(await second.registry.metrics()).toMatch(
+      /herd_guard_requests_total\{cache="[^"]+",result="fresh"\} 1/,
+    );
     const health = await request(second.app.getHttpServer()).get('/health').expect(200);
     expect(health.body.info.cache).toMatchObject({ status: 'up', store: 'redis' });
   });
