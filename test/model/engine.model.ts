@@ -391,16 +391,14 @@ async function runScenario(
             timeout: step.timeoutMs ?? undefined,
           };
           pending.push(
-            engine
-              .read(step.key, loader, options)
-              .then(
-                (result) =>
-                  model.checkRead(step.key, startedAt, result, clockOf(pod)(), {
-                    pod,
-                    startedAtMs: since.ms,
-                  }),
-                expectTyped,
-              ),
+            engine.read(step.key, loader, options).then(
+              (result) =>
+                model.checkRead(step.key, startedAt, result, clockOf(pod)(), {
+                  pod,
+                  startedAtMs: since.ms,
+                }),
+              expectTyped,
+            ),
           );
           break;
         }
