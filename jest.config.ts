@@ -4,8 +4,13 @@ const config: Config = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.spec.ts'],
-  // The consumer apps run in their own installs (npm run test:package).
-  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/consumers/'],
+  // The consumer apps run in their own installs (npm run test:package); the Prometheus tests need
+  // the prometheus binary (npm run test:prometheus).
+  testPathIgnorePatterns: [
+    '/node_modules/',
+    '<rootDir>/test/consumers/',
+    '<rootDir>/test/prometheus/',
+  ],
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: {

@@ -5,3 +5,4 @@ export { RedisStore } from './stores/redis/redis.store.js';
 export type { RedisStoreOptions } from './stores/redis/redis-store.options.js';
 export { RedisKeys } from './stores/redis/redis-keys.js';
 export type { RedisKeyLayout } from './stores/redis/redis-keys.js';
+export type { NearCacheReport } from './stores/redis/near-cache.js';

@@ -7,6 +7,7 @@ import { CatalogService } from './catalog/catalog.service.js';
 import { ProductsController } from './catalog/products.controller.js';
 import type { SampleConfig } from './config.js';
 import { OpsController } from './ops/ops.controller.js';
+import { OutageController } from './ops/outage.controller.js';
 
 /** The app's own Prometheus registry, shared with herd-guard (as an app with existing metrics would). */
 @Module({
@@ -60,7 +61,11 @@ export class AppModule {
         }),
         { module: DatabaseHost, providers: [database], exports: [CatalogDatabase], global: true },
       ],
-      controllers: [ProductsController, OpsController],
+      controllers: [
+        ProductsController,
+        OpsController,
+        ...(config.outageSwitch === true ? [OutageController] : []),
+      ],
       providers: [CatalogService],
     };
   }

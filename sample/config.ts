@@ -12,6 +12,11 @@ export interface SampleConfig {
   readonly queryDelayMs: number;
   readonly soft: Duration;
   readonly hard: Duration;
+  /**
+   * Serves `POST /ops/database/down` and `/up`, which make every database query fail (to watch the
+   * dashboard and the alerts during an outage). Off unless `OUTAGE_SWITCH=1`.
+   */
+  readonly outageSwitch?: boolean;
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): SampleConfig {
@@ -23,7 +28,14 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): SampleConfi
     queryDelayMs: integer(env['QUERY_DELAY_MS'] ?? '100', 'QUERY_DELAY_MS'),
     soft: duration(env['CACHE_SOFT'] ?? '10s', 'CACHE_SOFT'),
     hard: duration(env['CACHE_HARD'] ?? '2m', 'CACHE_HARD'),
+    outageSwitch: flag(env['OUTAGE_SWITCH'] ?? '0', 'OUTAGE_SWITCH'),
   };
+}
+
+function flag(raw: string, name: string): boolean {
+  if (raw === '1') return true;
+  if (raw === '0' || raw === '') return false;
+  throw new Error(`${name} must be 1 or 0, received "${raw}"`);
 }
 
 function integer(raw: string, name: string): number {

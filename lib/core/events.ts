@@ -25,6 +25,11 @@ export type HerdEvent =
   | { readonly type: 'lease-contended'; readonly key: string }
   /** The lease could not be extended while the loader ran: it expired or was taken. */
   | { readonly type: 'lease-lost'; readonly key: string }
+  /**
+   * A follower got the lease after its holder made no progress within `waitTimeout` (a stuck or
+   * dead owner elsewhere): it loads in the holder's place. Not emitted for `refresh()`.
+   */
+  | { readonly type: 'lease-takeover'; readonly key: string }
   /** A follower started waiting for another process's fill. */
   | { readonly type: 'wait'; readonly key: string }
   | { readonly type: 'wait-timeout'; readonly key: string; readonly waitedMs: number }

@@ -450,6 +450,8 @@ export class FillProtocol {
       // The flight now reflects at least this version: callers that saw it may join.
       cell.learn(current.version);
       if (attempt.repaired === true) runtime.emit({ type: 'corrupt-entry', key });
+      if (lease !== undefined && takeoverAfterWait !== undefined && !forced)
+        runtime.emit({ type: 'lease-takeover', key });
       const entry = runtime.decoded(key, current.entry);
       if (lease === undefined)
         return { kind: 'contended', current: entry, version: current.version };

@@ -2,6 +2,8 @@ import type * as PromClientModule from 'prom-client';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { HerdEvent } from '../core/events.js';
 import type { HerdEngine } from '../core/herd-engine.js';
+import type { HerdStore } from '../core/herd-store.interface.js';
+import type { NearCacheReport } from '../stores/redis/near-cache.js';
 import { ConfigurationError } from '../errors/configuration.error.js';
 import { isLoaderFailure } from '../errors/loader-failure.js';
 
@@ -34,24 +36,46 @@ const DEFAULT_BUCKETS = [
 ];
 const PREFIX_PATTERN = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 const BREAKER_VALUE = { closed: 0, 'half-open': 1, open: 2 } as const;
+type StaleReason = Extract<HerdEvent, { type: 'stale-on-error' }>['reason'];
+/** Every reason, so that each series exists (at 0) before its first increment. */
+const STALE_REASONS = Object.keys({
+  'loader-failed': true,
+  'loader-timeout': true,
+  'wait-timeout': true,
+  'store-down': true,
+} satisfies Record<StaleReason, true>) as StaleReason[];
+const TRIGGERS = ['miss', 'refresh'] as const;
 
 type PromClient = typeof PromClientModule;
+/** A metric whose values are read from the engines at scrape time. */
+type Collected = Gauge<'cache'> | Counter<'cache'>;
 
-/** The engines a shared gauge reports on, per gauge (several caches may share one registry). */
-const gaugeSources = new WeakMap<object, Map<string, HerdEngine>>();
+/**
+ * The engines a metric read at scrape time reports on, per metric (several caches may share one
+ * registry).
+ */
+const collectedSources = new WeakMap<object, Map<string, HerdEngine>>();
+
+/** The near cache of a store that has one (the Redis store), read through its `nearCache` getter. */
+function nearCacheOf(store: HerdStore): NearCacheReport | undefined {
+  const report = (store as { readonly nearCache?: unknown }).nearCache;
+  return typeof report === 'object' && report !== null ? (report as NearCacheReport) : undefined;
+}
 
 /**
  * Exports an engine's events as Prometheus metrics with prom-client (an optional peer dependency,
  * loaded only when metrics are created). Labels have bounded values: cache keys never become
- * labels;
- * the hottest keys are in {@link HerdGuardService.metrics} instead.
+ * labels; the hottest keys are in {@link HerdGuardService.metrics} instead. A counter's series
+ * with a known label value exist from the start at 0, so that `rate()` and alerts see their first
+ * increment.
  */
 export class PrometheusMetrics {
   /** The prom-client `Registry` the metrics are in. */
   readonly registry: PrometheusRegistry;
   readonly #unsubscribe: () => void;
   readonly #cacheName: string;
-  readonly #gauges: Gauge[];
+  /** The metrics read from the engine at scrape time, shared by the caches of the registry. */
+  readonly #collected: Collected[];
 
   private constructor(client: PromClient, engine: HerdEngine, options: PrometheusMetricsOptions) {
     const prefix = options.prefix ?? 'herd_guard_';
@@ -99,7 +123,7 @@ export class PrometheusMetrics {
     const gauge = (
       name: string,
       help: string,
-      read: (engine: HerdEngine) => number,
+      read: (engine: HerdEngine) => number | undefined,
     ): Gauge<'cache'> =>
       this.#metric(`${prefix}${name}`, () => {
         const created = new client.Gauge({
@@ -108,8 +132,34 @@ export class PrometheusMetrics {
           labelNames: ['cache'],
           registers,
           collect() {
-            for (const [cacheName, source] of gaugeSources.get(created) ?? [])
-              created.set({ cache: cacheName }, read(source));
+            for (const [cacheName, source] of collectedSources.get(created) ?? []) {
+              const value = read(source);
+              if (value !== undefined) created.set({ cache: cacheName }, value);
+            }
+          },
+        });
+        return created;
+      });
+    /** A counter kept by a component other than the engine, read at scrape time. */
+    const collectedCounter = (
+      name: string,
+      help: string,
+      read: (engine: HerdEngine) => number | undefined,
+    ): Counter<'cache'> =>
+      this.#metric(`${prefix}${name}`, () => {
+        const created = new client.Counter({
+          name: `${prefix}${name}`,
+          help,
+          labelNames: ['cache'],
+          registers,
+          collect() {
+            for (const [cacheName, source] of collectedSources.get(created) ?? []) {
+              const value = read(source);
+              if (value === undefined) continue;
+              // prom-client counters only go up by increments: replace the series with the total.
+              created.remove({ cache: cacheName });
+              created.inc({ cache: cacheName }, value);
+            }
           },
         });
         return created;
@@ -178,7 +228,22 @@ export class PrometheusMetrics {
     const storeErrors = counter('store_errors_total', 'Store commands that failed, by operation.', [
       'operation',
     ]);
-    this.#gauges = [
+    const takeovers = counter(
+      'lease_takeovers_total',
+      'Leases taken over from a holder that made no progress within waitTimeout (a stuck or dead owner elsewhere).',
+      [],
+    );
+    for (const result of ['ok', 'error', 'uncached'])
+      for (const trigger of TRIGGERS) loads.inc({ cache, result, trigger }, 0);
+    for (const trigger of TRIGGERS) {
+      loaderErrors.inc({ cache, trigger }, 0);
+      fenced.inc({ cache, trigger }, 0);
+    }
+    for (const reason of STALE_REASONS) staleOnError.inc({ cache, reason }, 0);
+    for (const result of ['acquired', 'contended', 'expired']) leases.inc({ cache, result }, 0);
+    for (const result of ['started', 'timeout']) waits.inc({ cache, result }, 0);
+    for (const single of [coalesced, backoffs, corrupt, takeovers]) single.inc({ cache }, 0);
+    this.#collected = [
       gauge(
         'inflight_keys',
         'Keys with a load in progress in this process.',
@@ -195,9 +260,43 @@ export class PrometheusMetrics {
         (engine) => BREAKER_VALUE[engine.store.health().breaker],
       ),
     ];
-    for (const shared of this.#gauges) {
-      let sources = gaugeSources.get(shared);
-      if (sources === undefined) gaugeSources.set(shared, (sources = new Map()));
+    // A store without a near cache (memory) adds none of its metrics to the registry.
+    if (nearCacheOf(engine.store) !== undefined) {
+      const near = (engine: HerdEngine): NearCacheReport | undefined => nearCacheOf(engine.store);
+      this.#collected.push(
+        gauge(
+          'near_cache_trusted',
+          '1 while notifications are in time, so near-cache copies may answer hits; 0 while every read goes to Redis.',
+          (engine) => {
+            const report = near(engine);
+            return report === undefined ? undefined : Number(report.trusted);
+          },
+        ),
+        gauge(
+          'near_cache_entries',
+          'Keys held by the near cache.',
+          (engine) => near(engine)?.entries,
+        ),
+        gauge(
+          'near_cache_bytes',
+          'Bytes held by the near cache, as counted against its maxBytes.',
+          (engine) => near(engine)?.bytes,
+        ),
+        collectedCounter(
+          'near_cache_reads_total',
+          'Reads asked of the store (each a near-cache hit or a round trip to Redis).',
+          (engine) => near(engine)?.reads,
+        ),
+        collectedCounter(
+          'near_cache_hits_total',
+          'Reads a near-cache copy answered without a round trip to Redis.',
+          (engine) => near(engine)?.hits,
+        ),
+      );
+    }
+    for (const shared of this.#collected) {
+      let sources = collectedSources.get(shared);
+      if (sources === undefined) collectedSources.set(shared, (sources = new Map()));
       if (sources.has(cache)) {
         throw new ConfigurationError(
           'metrics.cacheName',
@@ -214,6 +313,7 @@ export class PrometheusMetrics {
       miss: requests.labels({ cache, result: 'miss' }),
       negative: requests.labels({ cache, result: 'negative' }),
     };
+    for (const bound of Object.values(readCounters)) bound.inc(0);
     const readTimers = {
       fresh: requestSeconds.labels({ cache, path: 'fresh' }),
       stale: requestSeconds.labels({ cache, path: 'stale' }),
@@ -255,6 +355,9 @@ export class PrometheusMetrics {
           break;
         case 'lease-lost':
           leases.inc({ cache, result: 'expired' });
+          break;
+        case 'lease-takeover':
+          takeovers.inc({ cache });
           break;
         case 'wait':
           waits.inc({ cache, result: 'started' });
@@ -298,8 +401,8 @@ export class PrometheusMetrics {
    */
   close(): void {
     this.#unsubscribe();
-    for (const shared of this.#gauges) {
-      gaugeSources.get(shared)?.delete(this.#cacheName);
+    for (const shared of this.#collected) {
+      collectedSources.get(shared)?.delete(this.#cacheName);
       shared.remove({ cache: this.#cacheName });
     }
   }

@@ -35,6 +35,8 @@ export class CatalogDatabase {
   readonly #db: Database.Database;
   readonly #delayMs: number;
   #queries = 0;
+  /** Set by {@link setDown}: every query fails, after its usual delay, as in an outage. */
+  #down = false;
 
   constructor(options: CatalogDatabaseOptions) {
     if (options.file !== ':memory:') mkdirSync(dirname(options.file), { recursive: true });
@@ -47,6 +49,15 @@ export class CatalogDatabase {
   /** Queries run since start. */
   get queries(): number {
     return this.#queries;
+  }
+
+  get down(): boolean {
+    return this.#down;
+  }
+
+  /** Simulates an outage of the database (`true`) or its recovery. */
+  setDown(down: boolean): void {
+    this.#down = down;
   }
 
   findProduct(id: number): Promise<Product | undefined> {
@@ -98,6 +109,7 @@ export class CatalogDatabase {
   async #query<T>(run: () => T): Promise<T> {
     this.#queries += 1;
     if (this.#delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.#delayMs));
+    if (this.#down) throw new Error('the catalog database is down (simulated outage)');
     return run();
   }
 

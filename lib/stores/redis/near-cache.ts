@@ -31,6 +31,20 @@ const OVERHEAD_BYTES = 200;
  */
 const ANNOUNCED_KEYS = 10_000;
 
+/** What a store with a near cache reports of it (read by the Prometheus metrics). */
+export interface NearCacheReport {
+  /** Keys held now. */
+  readonly entries: number;
+  /** Bytes held now, as counted against `maxBytes`. */
+  readonly bytes: number;
+  /** Whether notifications are in time, so that copies may answer hits. */
+  readonly trusted: boolean;
+  /** Reads asked of the store since it opened. */
+  readonly reads: number;
+  /** Of those, the reads a copy answered without a round trip to Redis. */
+  readonly hits: number;
+}
+
 /**
  * The newest version announced for a key, and the announcement's place in this cache's sequence.
  */

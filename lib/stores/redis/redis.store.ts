@@ -44,7 +44,7 @@ import {
   type ScriptTarget,
 } from './redis-scripts.js';
 import type { RedisStoreOptions } from './redis-store.options.js';
-import { NEAR_CACHE_DEFAULTS, NearCache } from './near-cache.js';
+import { NEAR_CACHE_DEFAULTS, NearCache, type NearCacheReport } from './near-cache.js';
 
 export { HEARTBEAT_INTERVAL_MS } from './heartbeat.js';
 
@@ -83,6 +83,8 @@ export class RedisStore implements HerdStore {
   readonly #nearHits: boolean;
   /** Whether notifications are recent enough for the copies to answer hits. */
   readonly #heartbeat: Heartbeat;
+  /** Reads asked of this store, and how many a near-cache copy answered (for the hit ratio). */
+  readonly #nearCounts = { reads: 0, hits: 0 };
   /**
    * Per key, the MGET out and the one the readers that came since wait for (see {@link #readOf}).
    */
@@ -126,9 +128,18 @@ export class RedisStore implements HerdStore {
     );
   }
 
-  /** The near cache's keys and bytes now (for tests and metrics). */
-  get nearCache(): { readonly entries: number; readonly bytes: number; readonly trusted: boolean } {
-    return { entries: this.#near.size, bytes: this.#near.bytes, trusted: this.#heartbeat.inTime() };
+  /**
+   * The near cache's keys and bytes now, whether it may answer hits, and the reads it answered
+   * out of all reads since start (for tests and metrics).
+   */
+  get nearCache(): NearCacheReport {
+    return {
+      entries: this.#near.size,
+      bytes: this.#near.bytes,
+      trusted: this.#heartbeat.inTime(),
+      reads: this.#nearCounts.reads,
+      hits: this.#nearCounts.hits,
+    };
   }
 
   /** Followers currently registered for fill notifications. */
@@ -162,11 +173,15 @@ export class RedisStore implements HerdStore {
    * version, joined by the readers of the key in the same tick.
    */
   get(key: string): StoreSnapshot | Promise<StoreSnapshot> {
+    this.#nearCounts.reads += 1;
     const trusted = this.#nearHits && this.#heartbeat.inTime();
     // A hit on a trusted copy never leaves the process.
     if (trusted) {
       const copy = this.#near.hit(key);
-      if (copy !== undefined) return copy;
+      if (copy !== undefined) {
+        this.#nearCounts.hits += 1;
+        return copy;
+      }
     }
     const read = this.#readOf(key);
     // Notifications are late: a copy at hand answers as stale if Redis is slow too.

@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { BadRequestException, ServiceUnavailableException } from '@nestjs/common';
 import { Registry } from 'prom-client';
-import { PrometheusMetrics } from '../../../lib/index.js';
+import { HerdEngine, MemoryStore, PrometheusMetrics } from '../../../lib/index.js';
+import { deferred, flush } from '../../helpers/deferred.js';
 import { memoryEngine } from '../../helpers/engine.js';
 
 function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
@@ -81,6 +82,44 @@ describe('PrometheusMetrics', () => {
     expect(sample(text, 'herd_guard_inflight_keys', { cache: 'users' })).toBe(0);
     a.close();
     b.close();
+  });
+
+  it('counts a lease taken over from a stuck owner, and not a lease won without one', async () => {
+    const registry = new Registry();
+    const store = new MemoryStore();
+    const owner = new HerdEngine({ store, policy: { leaseTtl: '10s' } });
+    const follower = new HerdEngine({ store, policy: { waitTimeout: '30ms' } });
+    const metrics = await PrometheusMetrics.create(follower, { registry });
+    const takeovers = async (): Promise<number | undefined> =>
+      sample(await registry.metrics(), 'herd_guard_lease_takeovers_total', { cache: 'default' });
+    await follower.getOrLoad('free', async () => 'v');
+    expect(await takeovers()).toBe(0);
+    const gate = deferred<string>();
+    const stuck = owner.getOrLoad('k', () => gate.promise);
+    await flush();
+    await expect(follower.getOrLoad('k', async () => 'taken over')).resolves.toBe('taken over');
+    expect(await takeovers()).toBe(1);
+    gate.resolve('late');
+    await stuck;
+    metrics.close();
+    await Promise.all([owner.close(), follower.close()]);
+  });
+
+  it('exports every counter series with a known label value at 0 before its first event', async () => {
+    const registry = new Registry();
+    const metrics = await PrometheusMetrics.create(memoryEngine(), { registry });
+    const text = await registry.metrics();
+    for (const reason of ['loader-failed', 'loader-timeout', 'wait-timeout', 'store-down'])
+      expect(sample(text, 'herd_guard_stale_served_on_error_total', { reason })).toBe(0);
+    for (const trigger of ['miss', 'refresh'])
+      expect(sample(text, 'herd_guard_loader_errors_total', { trigger })).toBe(0);
+    for (const result of ['fresh', 'stale', 'miss', 'negative'])
+      expect(sample(text, 'herd_guard_requests_total', { result })).toBe(0);
+    expect(sample(text, 'herd_guard_follower_waits_total', { result: 'timeout' })).toBe(0);
+    expect(sample(text, 'herd_guard_lease_takeovers_total', { cache: 'default' })).toBe(0);
+    // The memory store has no near cache: none of its metrics are registered.
+    expect(text).not.toContain('near_cache');
+    metrics.close();
   });
 
   it('rejects a prefix Prometheus would not accept', async () => {

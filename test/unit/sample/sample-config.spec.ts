@@ -26,3 +26,11 @@ describe('the sample reads its cache durations from the environment', () => {
     expect(() => configFromEnv({ CACHE_SOFT: 'soon' })).toThrow(/CACHE_SOFT/);
   });
 });
+
+describe('the sample serves its database outage switch only when asked', () => {
+  it('is off by default, on with OUTAGE_SWITCH=1, and refuses another value', () => {
+    expect(configFromEnv({}).outageSwitch).toBe(false);
+    expect(configFromEnv({ OUTAGE_SWITCH: '1' }).outageSwitch).toBe(true);
+    expect(() => configFromEnv({ OUTAGE_SWITCH: 'yes' })).toThrow(/OUTAGE_SWITCH must be 1 or 0/);
+  });
+});
