@@ -110,7 +110,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
     if (!this.isRequestCacheable(context)) return next.handle();
     const request = this.#request(context);
     if (request.handled) return next.handle();
-    // Key: handler, host, path, sorted query (+ vary headers, + scope). Hooks may answer
+    // Key: handler, host name, path, sorted query (+ vary headers, + scope). Hooks may answer
     // asynchronously.
     const scope = this.scopeKey(context);
     if (scope instanceof Promise) {
@@ -334,10 +334,10 @@ export class HerdGuardInterceptor implements NestInterceptor {
 
   /**
    * The cache key of this request, or `undefined` to pass it through uncached. Default:
-   * {@link routeCacheKey} of the method, handler, host, URL, ignored query parameters, the values
-   * of the request headers the response varies by (the route's `vary`, and those the handler names
-   * in its `Vary` response header) and `scope`. A response whose `Vary` names a header the default
-   * key leaves out is not stored: an override should key by those headers too.
+   * {@link routeCacheKey} of the method, handler, host name, URL, ignored query parameters, the
+   * values of the request headers the response varies by (the route's `vary`, and those the handler
+   * names in its `Vary` response header) and `scope`. A response whose `Vary` names a header the
+   * default key leaves out is not stored: an override should key by those headers too.
    */
   protected trackBy(
     context: ExecutionContext,
