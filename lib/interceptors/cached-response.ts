@@ -1,13 +1,22 @@
 /**
- * What `HerdGuardInterceptor` stores for a route: the status, the body and the headers the
- * handler set that describe the body. A plain object, so any store can hold it. A handler that
- * answers `null` or `undefined` with its usual status is stored as the bare `null` instead (a
- * cached "not found", kept for `negativeTtl`).
+ * What `HerdGuardInterceptor` stores for a route: the status, the body and the headers that
+ * describe it, as the pod that loaded it answered. A plain object, so any store can hold it. A
+ * handler that answers `null` or `undefined` with its usual status is stored as a bare value
+ * instead (a cached "not found", kept for `negativeTtl`): `undefined` when that answer was an
+ * empty body, `null` when it was JSON `null` (Fastify).
  */
 export interface CachedResponse {
   readonly status: number;
+  /**
+   * The body as the loading pod's platform answered it: the value the handler returned, but JSON's
+   * view of a binary body Express answered as JSON; absent for an empty body. (An entry of an
+   * earlier release holds the value as returned.)
+   */
   readonly body?: unknown;
-  /** Headers the handler set, by lower-case name (see {@link replayedHeaders}). */
+  /**
+   * Headers the handler set, by lower-case name (see {@link replayedHeaders}), and the
+   * `content-type` the answer went out with (absent in an entry of an earlier release).
+   */
   readonly headers?: Readonly<Record<string, string>>;
 }
 

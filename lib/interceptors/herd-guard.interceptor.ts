@@ -25,6 +25,8 @@ import { CACHEABLE_STATUSES, type CachedResponse, forbidsStoring } from './cache
 import { HeadFences } from './head-fences.js';
 import { HttpRequest } from './http-request.js';
 import { HttpResponse } from './http-response.js';
+import { platformBody } from './platform-bodies.js';
+import { ReplayPlans } from './replay-plans.js';
 import { RequestRead } from './request-read.js';
 import { type HandlerOutput, ResponseExchange } from './response-exchange.js';
 import { ResponseHead } from './response-head.js';
@@ -36,6 +38,9 @@ import {
 } from './route-handler.js';
 import { UncacheableResponse } from './uncacheable-response.js';
 import { mergeVary, varyNames } from './vary.js';
+
+/** What the interceptor stores for a route: a response, or a cached "not found". */
+type StoredResponse = CachedResponse | null | undefined;
 
 /** A request's cache key and what it was built with. */
 interface KeyedRequest {
@@ -95,6 +100,8 @@ export class HerdGuardInterceptor implements NestInterceptor {
   readonly #routes = new WeakMap<object, RouteConfig>();
   readonly #handlers = new WeakMap<object, HandlerState>();
   readonly #fences = new HeadFences();
+  /** Made on first use: the HTTP adapter may be set after the interceptor is made. */
+  #replays: ReplayPlans | undefined;
 
   constructor(
     protected readonly herd: HerdGuardService,
@@ -110,7 +117,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
     if (!this.isRequestCacheable(context)) return next.handle();
     const request = this.#request(context);
     if (request.handled) return next.handle();
-    // Key: handler, host, path, sorted query (+ vary headers, + scope). Hooks may answer
+    // Key: handler, host name, path, sorted query (+ vary headers, + scope). Hooks may answer
     // asynchronously.
     const scope = this.scopeKey(context);
     if (scope instanceof Promise) {
@@ -170,7 +177,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
     const route = this.routeConfigOf(context);
     const tags = typeof route.tags === 'function' ? route.tags(context) : route.tags;
     const read = new RequestRead();
-    const load = (loading: LoadContext<unknown>): Observable<CachedResponse | null> => {
+    const load = (loading: LoadContext<unknown>): Observable<StoredResponse> => {
       read.handlerStarted();
       return this.#load(context, next, { key, scoped, vary, exchange, head }, loading.stale).pipe(
         tap({ error: (error: unknown) => read.handlerFailed(error) }),
@@ -183,7 +190,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
         const own = read.own;
         if (own !== undefined && !own.failure) return own.body;
         const reply = (): unknown => {
-          const body = exchange.replay(result.value);
+          const body = exchange.replay(result.value, this.#replayPlans);
           this.setCacheHeaders(context, result, scoped, vary);
           return body;
         };
@@ -207,8 +214,8 @@ export class HerdGuardInterceptor implements NestInterceptor {
 
   /**
    * Runs the handler (and the interceptors inside this one) and turns what it sent into what is
-   * stored: a {@link CachedResponse}, `null` for "not found", or an {@link UncacheableResponse}
-   * thrown.
+   * stored: a {@link CachedResponse}, `undefined` or `null` for "not found", or an
+   * {@link UncacheableResponse} thrown.
    * The engine unsubscribes when the load is aborted (loader timeout, application shutdown).
    */
   #load(
@@ -216,7 +223,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
     next: CallHandler,
     run: HandlerRun,
     refreshing: unknown,
-  ): Observable<CachedResponse | null> {
+  ): Observable<StoredResponse> {
     const { exchange } = run;
     return from(exchange.beforeRun(refreshing)).pipe(
       mergeMap((baseline) =>
@@ -272,15 +279,15 @@ export class HerdGuardInterceptor implements NestInterceptor {
   }
 
   /**
-   * What to store for a body the handler sent; throws {@link UncacheableResponse} when it may not
-   * be stored.
+   * What to store for a body the handler sent: the answer as this pod's platform sends it (see
+   * `PlatformBody`); throws {@link UncacheableResponse} when it may not be stored.
    */
   #toStored(
     body: unknown,
-    { status, headers }: HandlerOutput,
+    { status, headers, contentType }: HandlerOutput,
     { exchange, scoped, vary }: HandlerRun,
     handler: HandlerState,
-  ): CachedResponse | null {
+  ): StoredResponse {
     if (!CACHEABLE_STATUSES.has(status))
       throw new UncacheableResponse(body, status, `status ${status}`);
     // Vary (RFC 9111 §4.1): the entry may serve only requests whose listed headers match, so each
@@ -303,11 +310,30 @@ export class HerdGuardInterceptor implements NestInterceptor {
     if (exchange.response.header('set-cookie') !== undefined) {
       throw new UncacheableResponse(body, status, 'Set-Cookie');
     }
-    const described = Object.keys(headers).length > 0;
-    // "Not found" with the usual status: a negative entry, kept for negativeTtl.
-    if ((body === null || body === undefined) && status === exchange.preparedStatus && !described)
-      return null;
-    return described ? { status, body, headers } : { status, body };
+    const sent = this.#replayPlans.platform.sent(body, contentType, status);
+    if (sent === undefined)
+      throw new UncacheableResponse(body, status, 'a body the platform answers with an error');
+    // "Not found" with the usual status: a negative entry, kept for negativeTtl. `undefined` is
+    // answered with an empty body, `null` as JSON (Fastify).
+    if (
+      (sent.body === null || sent.body === undefined) &&
+      status === exchange.preparedStatus &&
+      Object.keys(headers).length === 0
+    ) {
+      return sent.body;
+    }
+    const replayed =
+      sent.contentType === undefined ? headers : { ...headers, 'content-type': sent.contentType };
+    const stored: { status: number; body?: unknown; headers?: Record<string, string> } = { status };
+    if (sent.body !== undefined) stored.body = sent.body;
+    if (Object.keys(replayed).length > 0) stored.headers = replayed;
+    return stored;
+  }
+
+  /** How this pod's platform sends bodies, and the plans of the entries it answers from. */
+  get #replayPlans(): ReplayPlans {
+    this.#replays ??= new ReplayPlans(platformBody(this.httpAdapterHost?.httpAdapter?.getType()));
+    return this.#replays;
   }
 
   /**
@@ -334,10 +360,10 @@ export class HerdGuardInterceptor implements NestInterceptor {
 
   /**
    * The cache key of this request, or `undefined` to pass it through uncached. Default:
-   * {@link routeCacheKey} of the method, handler, host, URL, ignored query parameters, the values
-   * of the request headers the response varies by (the route's `vary`, and those the handler names
-   * in its `Vary` response header) and `scope`. A response whose `Vary` names a header the default
-   * key leaves out is not stored: an override should key by those headers too.
+   * {@link routeCacheKey} of the method, handler, host name, URL, ignored query parameters, the
+   * values of the request headers the response varies by (the route's `vary`, and those the handler
+   * names in its `Vary` response header) and `scope`. A response whose `Vary` names a header the
+   * default key leaves out is not stored: an override should key by those headers too.
    */
   protected trackBy(
     context: ExecutionContext,

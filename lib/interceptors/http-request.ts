@@ -1,4 +1,5 @@
 import type { AbstractHttpAdapter } from '@nestjs/core';
+import { hostName } from '../keys/host-name.js';
 
 /** One reading per request, however many hooks and interceptors look at it. */
 const READ = Symbol('herd-guard.request');
@@ -49,27 +50,25 @@ export class HttpRequest {
   }
 
   /**
-   * The host the request was sent to, for the key: its `Host` (`:authority` in HTTP/2) as sent,
-   * port included, and the host name Nest routes by when that differs (`X-Forwarded-Host` behind
-   * a trusted proxy). `undefined` when there is no Host, or one no client would send (not a
-   * host[:port]): such requests are not cached.
+   * The host the request was sent to, for the key: the host name of its `Host` (`:authority` in
+   * HTTP/2), lower case and without the port (Nest routes by host name, not port), and the host
+   * name Nest routes by when that differs (`X-Forwarded-Host` behind a trusted proxy). `undefined`
+   * when there is no Host, or one no client would send (not a host[:port]): such requests are not
+   * cached.
    */
   get host(): string | undefined {
     const host = this.header('host') ?? this.header(':authority');
     if (host === undefined || !HOST.test(host)) return undefined;
+    const name = hostName(host);
+    if (name === '') return undefined;
     // Nest routes by another name than the Host only behind a proxy that forwards one.
     if (this.header('x-forwarded-host') === undefined && this.header('forwarded') === undefined)
-      return host;
+      return name;
     const routed: unknown = this.adapter?.getRequestHostname(this.raw);
-    if (
-      typeof routed !== 'string' ||
-      routed === '' ||
-      routed.toLowerCase() === hostName(host).toLowerCase()
-    ) {
-      return host;
-    }
+    if (typeof routed !== 'string' || routed === '') return name;
+    const routedName = hostName(routed);
     // A space never occurs in a valid Host, so the two names cannot run into each other.
-    return `${host} ${routed}`;
+    return routedName === name ? name : `${name} ${routedName}`;
   }
 
   /** Whether the request carries credentials: an `Authorization` or a `Cookie` header. */
@@ -97,11 +96,4 @@ export class HttpRequest {
   markHandled(): void {
     this.#handled = true;
   }
-}
-
-/** The host part of a Host header value, without its port. */
-function hostName(host: string): string {
-  const from = host.startsWith('[') ? host.indexOf(']') + 1 : 0;
-  const colon = host.indexOf(':', from);
-  return colon === -1 ? host : host.slice(0, colon);
 }

@@ -10,6 +10,7 @@ type PlatformResponse = {
   raw?: NodeResponse;
   getHeader?(name: string): unknown;
   getHeaders?(): Record<string, unknown>;
+  setHeader?(name: string, value: string): unknown;
 };
 
 /**
@@ -101,5 +102,20 @@ export class HttpResponse {
 
   setHeader(name: string, value: string): void {
     this.adapter?.setHeader(this.raw, name, value);
+  }
+
+  /**
+   * Sets a header to exactly `value`: on the Node.js response when it is the platform's own
+   * (Express, whose `set` would add a charset to a Content-Type), else through the adapter.
+   */
+  setHeaderAsIs(name: string, value: string): void {
+    const response = this.raw as PlatformResponse;
+    if (
+      this.adapter !== undefined &&
+      response.raw === undefined &&
+      response.setHeader !== undefined
+    )
+      response.setHeader(name, value);
+    else this.setHeader(name, value);
   }
 }

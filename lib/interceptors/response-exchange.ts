@@ -1,5 +1,6 @@
 import { isCachedResponse, replayedHeaders } from './cached-response.js';
 import type { HttpResponse } from './http-response.js';
+import type { ReplayPlans } from './replay-plans.js';
 
 /** What the response held when a run of the handler started, to tell what the handler set. */
 export interface RunBaseline {
@@ -21,6 +22,11 @@ export interface RunBaseline {
 export interface HandlerOutput {
   readonly status: number;
   readonly headers: Record<string, string>;
+  /**
+   * The Content-Type the response holds as the body goes out (set before the handler, or by it),
+   * before the platform adds its own.
+   */
+  readonly contentType: string | undefined;
   /** The response was sent by the handler itself (not by Nest from the returned body). */
   readonly sentByHandler: boolean;
 }
@@ -39,20 +45,29 @@ export class ResponseExchange {
   readonly preparedCacheControl: string | undefined;
   /** Set by {@link replay} (the request is answered from the cache), read by {@link beforeRun}. */
   #replayed = false;
+  /**
+   * The Content-Type the response held before a replay wrote the stored one, for a refresh that
+   * runs after that answer; read only when a replay writes one.
+   */
+  #preparedContentType: string | undefined;
 
   constructor(readonly response: HttpResponse) {
     this.preparedStatus = response.status;
     this.preparedCacheControl = response.header('cache-control');
   }
 
-  /** Writes a stored response's status and headers; returns the body to answer with. */
-  replay(stored: unknown): unknown {
+  /**
+   * Writes a stored response's status and headers as its plan says; returns the body to answer
+   * with.
+   */
+  replay(stored: unknown, plans: ReplayPlans): unknown {
     this.#replayed = true;
-    if (!isCachedResponse(stored)) return stored;
-    if (this.response.status !== stored.status) this.response.status = stored.status;
-    for (const [name, value] of Object.entries(stored.headers ?? {}))
-      this.response.setHeader(name, value);
-    return stored.body;
+    const plan = plans.of(stored);
+    if (plan === undefined) return plans.platform.bare(stored);
+    if (plan.setsContentType) this.#preparedContentType = this.response.header('content-type');
+    if (this.response.status !== plan.status) this.response.status = plan.status;
+    for (const [name, value] of plan.headers) this.response.setHeaderAsIs(name, value);
+    return plan.answer();
   }
 
   /**
@@ -68,11 +83,7 @@ export class ResponseExchange {
       if (this.#replayed) {
         await this.response.sent();
         this.response.status = this.preparedStatus;
-        return {
-          headers: this.response.headers(),
-          sent: true,
-          carried: isCachedResponse(refreshing) ? (refreshing.headers ?? {}) : {},
-        };
+        return { headers: this.response.headers(), sent: true, carried: carriedOf(refreshing) };
       }
     }
     // Nothing was replayed on this response: it holds what was set before the handler (read here,
@@ -90,10 +101,25 @@ export class ResponseExchange {
     for (const [name, value] of Object.entries(this.response.headers())) {
       if (value !== baseline.headers[name]) set[name] = value;
     }
+    const headers = { ...baseline.carried, ...replayedHeaders(set) };
     return {
       status: this.response.status,
-      headers: { ...baseline.carried, ...replayedHeaders(set) },
+      headers,
+      // Once an answer from the cache went out, the response holds its Content-Type, not the run's.
+      contentType: baseline.sent
+        ? (headers['content-type'] ?? this.#preparedContentType)
+        : this.response.header('content-type'),
       sentByHandler: !baseline.sent && this.response.headersSent,
     };
   }
+}
+
+/**
+ * The headers of the entry a refresh replaces that the refresh keeps when its handler cannot set
+ * them again (its answer went out): all but the Content-Type, which each run's body decides.
+ */
+function carriedOf(refreshing: unknown): Readonly<Record<string, string>> {
+  if (!isCachedResponse(refreshing) || refreshing.headers === undefined) return {};
+  const { 'content-type': _contentType, ...carried } = refreshing.headers;
+  return carried;
 }

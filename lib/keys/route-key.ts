@@ -1,3 +1,5 @@
+import { hostName } from './host-name.js';
+
 /** What identifies a cached HTTP response. */
 export interface RouteKeyParts {
   /**
@@ -7,8 +9,10 @@ export interface RouteKeyParts {
   /** The URL as received: path and optional query string (`/items?page=2`). */
   readonly url: string;
   /**
-   * The host the request was sent to (its `Host`, port included), so two sites, tenants or ports
-   * served by one app never share an entry.
+   * The host the request was sent to, so two sites or tenants served by one app never share an
+   * entry: its host name, lower case; a port, if given (`shop.example.com:8080`), is left out, as
+   * Nest routes by host name. A route whose response depends on the port varies by `host` (its
+   * whole value is then in `vary`).
    */
   readonly host?: string;
   /**
@@ -27,15 +31,15 @@ export interface RouteKeyParts {
 }
 
 /**
- * The cache key of an HTTP response: `http:GET ItemsController.list
- * //shop.example.com:8080/items?a=1&b=2`
- * (the handler and the host when given), then ` name=value` per vary header (sorted by name) and
- * ` @scope` when scoped. Query parameters are sorted by name (values of a repeated name keep their
- * order) as they were sent, without decoding them, so `?b=2&a=1` and `?a=1&b=2` share an entry
- * while `?q=caf%E9` and `?q=caf%E8` (bytes that are not UTF-8) do not. The host (lower case), the
- * header values and the scope are percent-encoded, so the parts cannot run into each other; a URL
- * that does not start with one `/` (`//x/y` without a host, `*`, `http://x/y`) is written after a
- * space, so it cannot be read as a host either.
+ * The cache key of an HTTP response:
+ * `http:GET ItemsController.list //shop.example.com/items?a=1&b=2` (the handler and the host name
+ * when given), then ` name=value` per vary header (sorted by name) and ` @scope` when scoped.
+ * Query parameters are sorted by name (values of a repeated name keep their order) as they were
+ * sent, without decoding them, so `?b=2&a=1` and `?a=1&b=2` share an entry while `?q=caf%E9` and
+ * `?q=caf%E8` (bytes that are not UTF-8) do not. The host name, the header values and the scope
+ * are percent-encoded, so the parts cannot run into each other; a URL that does not start with one
+ * `/` (`//x/y` without a host, `*`, `http://x/y`) is written after a space, so it cannot be read as
+ * a host either.
  */
 export function routeCacheKey(parts: RouteKeyParts): string {
   const method = parts.method.toUpperCase() === 'HEAD' ? 'GET' : parts.method.toUpperCase();
@@ -44,7 +48,7 @@ export function routeCacheKey(parts: RouteKeyParts): string {
   const query =
     queryAt === -1 ? '' : canonicalQuery(parts.url.slice(queryAt + 1), parts.ignoreQuery ?? []);
   const handler = parts.handler === undefined ? '' : ` ${encodeName(parts.handler)}`;
-  const host = parts.host === undefined ? '' : `//${encodeName(parts.host.toLowerCase())}`;
+  const host = parts.host === undefined ? '' : `//${encodeName(hostName(parts.host))}`;
   // After `//host` the path must start with `/`; without a host it must not start with `//`.
   const plainPath = path.startsWith('/') && (parts.host !== undefined || !path.startsWith('//'));
   let key = `http:${method}${handler} ${host}${plainPath ? '' : ' '}${path}${query === '' ? '' : `?${query}`}`;

@@ -12,7 +12,7 @@ import {
 import { APP_INTERCEPTOR } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import request from 'supertest';
-import { HerdGuardInterceptor, HerdGuardModule } from '../../lib/index.js';
+import { CachedRoute, HerdGuardInterceptor, HerdGuardModule } from '../../lib/index.js';
 import { ADAPTERS, type AdapterName, startHttpApp } from '../helpers/nest-app.js';
 
 @Controller()
@@ -23,8 +23,12 @@ class SiteController {
     return { term };
   }
 
-  /** A CMS-style catch-all: the page for the host and path asked for. */
+  /**
+   * A CMS-style catch-all: the page for the host and path asked for. It reads the whole Host, port
+   * included (absolute links), so it varies by host: keys name the host name only.
+   */
   @Get('*')
+  @CachedRoute({ vary: ['host'] })
   page(
     @Headers('host') host: string | undefined,
     @Req() incoming: { url: string },
@@ -80,7 +84,7 @@ describe.each(ADAPTERS)(
       expect(visitor.body).toEqual({ site: 'shop.example.com', url: '/home' });
     });
 
-    it('never answers a request for one host with the page built for another port of it', async () => {
+    it('never answers a request for one host with the page built for another port of it, on a route that varies by host', async () => {
       // A handler that builds absolute links reads the Host header, port included.
       await http().get('/home').set('Host', 'shop.example.com:1337');
       const visitor = await http().get('/home').set('Host', 'shop.example.com');

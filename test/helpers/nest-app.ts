@@ -38,6 +38,29 @@ export async function startHttpApp(
   return app;
 }
 
+/**
+ * A Nest HTTP application for `module` on `adapter` as the e2e test of `nest new` makes it:
+ * initialised, not listening, so supertest on `app.getHttpServer()` listens on a new ephemeral port
+ * for every request. Close it with `app.close()`.
+ */
+export async function initHttpApp(
+  adapter: AdapterName,
+  module: Type | DynamicModule,
+): Promise<INestApplication> {
+  const moduleRef = await Test.createTestingModule({ imports: [module] }).compile();
+  if (adapter === 'express') {
+    const app = moduleRef.createNestApplication(new ExpressAdapter(), { logger: false });
+    await app.init();
+    return app;
+  }
+  const app = moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), {
+    logger: false,
+  });
+  await app.init();
+  await app.getHttpAdapter().getInstance().ready();
+  return app;
+}
+
 /** A Nest application context (no HTTP) for `module`, initialised; close it with `context.close()`. */
 export async function startContext(module: Type | DynamicModule): Promise<INestApplicationContext> {
   const moduleRef = await Test.createTestingModule({ imports: [module] }).compile();

@@ -225,10 +225,23 @@ describe('route cache keys', () => {
     );
   });
 
-  it('tells apart two ports of one host', () => {
+  it('names the host name without its port, as Nest routes by host name', () => {
     const a = routeCacheKey({ method: 'GET', url: '/home', host: 'shop.example.com:1337' });
-    expect(a).toBe('http:GET //shop.example.com:1337/home');
-    expect(a).not.toBe(routeCacheKey({ method: 'GET', url: '/home', host: 'shop.example.com' }));
+    expect(a).toBe('http:GET //shop.example.com/home');
+    expect(a).toBe(routeCacheKey({ method: 'GET', url: '/home', host: 'Shop.Example.com:8080' }));
+    expect(a).toBe(routeCacheKey({ method: 'GET', url: '/home', host: 'shop.example.com' }));
+    expect(routeCacheKey({ method: 'GET', url: '/home', host: '[::1]:3000' })).toBe(
+      'http:GET //[::1]/home',
+    );
+  });
+
+  it('tells apart two ports of one host through the host header when the route varies by it', () => {
+    const at = (host: string) =>
+      routeCacheKey({ method: 'GET', url: '/home', host, vary: { host } });
+    expect(at('shop.example.com:1337')).toBe(
+      'http:GET //shop.example.com/home host=shop.example.com%3A1337',
+    );
+    expect(at('shop.example.com:1337')).not.toBe(at('shop.example.com'));
   });
 
   it('cannot be forged by a URL that looks like a host: a path starting with //, or one without a leading /', () => {
