@@ -3,7 +3,7 @@ import { parseDuration } from '../../core/duration.js';
 import { ConfigurationError } from '../../errors/configuration.error.js';
 import { StoreError } from '../../errors/store.error.js';
 import type { RedisStoreOptions } from './redis-store.options.js';
-import { isValidNamespace } from './redis-keys.js';
+import { type KeySpace, isValidNamespace } from './redis-keys.js';
 import {
   ACQUIRE_LEASE,
   ADD_TO_INDEX,
@@ -77,6 +77,13 @@ export function defineCommands(client: Redis | Cluster): Client {
   define('herdGuardIndex', ADD_TO_INDEX);
   define('herdGuardIndexMembers', INDEX_MEMBERS);
   return client as Client;
+}
+
+/** The database and key prefix a client's commands go to (a Cluster has only database 0). */
+export function keySpaceOf(client: Redis | Cluster): KeySpace {
+  const keyPrefix = client.options.keyPrefix ?? '';
+  if (client instanceof Cluster) return { db: 0, keyPrefix };
+  return { db: client.options.db ?? 0, keyPrefix };
 }
 
 /**

@@ -29,6 +29,7 @@ import {
   defineCommands,
   describeError,
   isWrongType,
+  keySpaceOf,
   validateStoreOptions,
 } from './redis-connection.js';
 import { RedisKeys } from './redis-keys.js';
@@ -91,7 +92,6 @@ export class RedisStore implements HerdStore {
 
   constructor(options: RedisStoreOptions = {}) {
     validateStoreOptions(options);
-    this.keys = new RedisKeys(options.namespace ?? 'hg');
     const commandTimeoutMs = parseTimerDuration(
       options.commandTimeout ?? '500ms',
       'redis.commandTimeout',
@@ -106,6 +106,7 @@ export class RedisStore implements HerdStore {
     this.#near = new NearCache(typeof near === 'object' ? near : NEAR_CACHE_DEFAULTS);
     this.#ownsClient = options.client === undefined;
     this.#client = defineCommands(options.client ?? connect(options));
+    this.keys = new RedisKeys(options.namespace ?? 'hg', keySpaceOf(this.#client));
     if (this.#ownsClient) this.#client.on('error', () => undefined);
     this.#subscriber = new NotificationSubscriber(
       this.#client,
