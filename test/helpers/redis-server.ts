@@ -296,6 +296,8 @@ export class RedisServer {
       ...(sentinel === undefined ? [] : [sentinelConfig(this.dir, sentinel), '--sentinel']),
       ...['--port', String(this.port), '--bind', LOOPBACK, '--daemonize', 'no'],
       ...['--save', '', '--appendonly', 'no', '--dir', this.dir],
+      // A replica syncs at once (Redis waits 5 s by default for more replicas to join the sync).
+      ...['--repl-diskless-sync-delay', '0'],
       ...(this.options.cluster ? clusterArgs(this.dir, this.options.clusterNodeTimeoutMs) : []),
       ...(replicaOf === undefined ? [] : ['--replicaof', replicaOf.host, String(replicaOf.port)]),
       ...(this.options.args ?? []),

@@ -47,7 +47,31 @@ const CONNECTION_DEFAULTS: RedisOptions = {
   // After a lost connection ioredis arms this timer on close and may never clear it: keep it short.
   disconnectTimeout: 200,
   retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2_000),
+  reconnectOnError: (error: Error) => (isTalkingToReplica(error) ? 1 : false),
 };
+
+/**
+ * Reply errors by which a node says it cannot serve (not that a command was wrong): it is a replica
+ * now (READONLY, MASTERDOWN), loading its data (LOADING), stuck in a script (BUSY), out of memory
+ * under `noeviction` (OOM), refusing writes it cannot persist or replicate (MISCONF, NOREPLICAS),
+ * not authenticated any more (NOAUTH), or its Cluster cannot serve the slot (CLUSTERDOWN). Not
+ * TRYAGAIN: ioredis retries it, and it concerns one multi-key command during resharding.
+ */
+const CANNOT_SERVE =
+  /^(READONLY|MASTERDOWN|LOADING|BUSY|OOM|MISCONF|NOREPLICAS|NOAUTH|CLUSTERDOWN) /;
+
+/** A reply error meaning the node cannot serve now: a store failure, not an answer. */
+export function isCannotServe(error: unknown): boolean {
+  return isReplyError(error) && CANNOT_SERVE.test((error as Error).message);
+}
+
+/**
+ * The node is a replica now (a failover demoted it): reconnecting reaches the new primary when the
+ * address follows it (Sentinel asks the Sentinels again; a DNS name or virtual IP moved).
+ */
+function isTalkingToReplica(error: Error): boolean {
+  return /^(READONLY|MASTERDOWN) /.test(error.message);
+}
 
 export function connect(options: RedisStoreOptions): Redis | Cluster {
   if (options.cluster !== undefined) {

@@ -42,6 +42,8 @@ export class RedisKeys {
    * deploy).
    */
   readonly channel: string;
+  /** The key the circuit breaker's probe writes (a write: a replica answers reads too). */
+  readonly probe: string;
 
   constructor(
     readonly namespace: string,
@@ -49,6 +51,7 @@ export class RedisKeys {
   ) {
     const db = space.db ?? 0;
     this.channel = `${space.keyPrefix ?? ''}${namespace}:fill${db === 0 ? '' : `:db${db}`}`;
+    this.probe = `${namespace}:probe`;
   }
 
   for(key: string): RedisKeyLayout {

@@ -55,6 +55,9 @@ export { HEARTBEAT_INTERVAL_MS } from './heartbeat.js';
  */
 export const STALE_COPY_PATIENCE_MS = 10;
 
+/** How long the key the breaker's probe writes lives. */
+const PROBE_KEY_TTL_MS = 10_000;
+
 /**
  * The store for many processes: envelopes, versions, leases and notifications in Redis (standalone
  * or Cluster), with a near cache: copies of envelopes in process memory, kept coherent by the
@@ -98,8 +101,9 @@ export class RedisStore implements HerdStore {
     );
     this.#firstLeaseMs = 2 * commandTimeoutMs;
     const cooldownMs = parseTimerDuration(options.breakerCooldown ?? '2s', 'redis.breakerCooldown');
+    // The probe writes: a replica, a node out of memory or loading answers PING but refuses it.
     this.#gate = new CommandGate(commandTimeoutMs, options.breakerThreshold ?? 5, cooldownMs, () =>
-      this.#client.ping(),
+      this.#client.set(this.keys.probe, '1', 'PX', PROBE_KEY_TTL_MS),
     );
     const near = options.nearCache ?? true;
     this.#nearHits = near !== false;
@@ -383,6 +387,11 @@ export class RedisStore implements HerdStore {
   health(): StoreHealth {
     const breaker = this.#gate.breaker.state;
     if (this.#closed) return { status: 'down', breaker, reason: 'closed' };
+    // The node said why it cannot serve (a replica now, out of memory): the root cause of what
+    // follows (the reconnect to find the primary, the open breaker).
+    const refusedBy = this.#gate.refusedBy;
+    if (refusedBy !== undefined)
+      return { status: 'degraded', breaker, reason: `Redis refuses writes: ${refusedBy.message}` };
     if (breaker !== 'closed')
       return {
         status: 'degraded',
