@@ -31,6 +31,7 @@ const REDIS_FIELDS: ReadonlySet<string> = new Set(
     breakerThreshold: true,
     breakerCooldown: true,
     nearCache: true,
+    evictionPolicy: true,
   } satisfies Record<keyof RedisStoreOptions, true>),
 );
 const STORE_METHODS = [

@@ -32,4 +32,11 @@ export interface HerdGuardRedisOptions {
    * fallback). Default `true`: `{ maxEntries: 10_000, maxBytes: 64 MiB }`.
    */
   readonly nearCache?: boolean | { readonly maxEntries?: number; readonly maxBytes?: number };
+  /**
+   * The server's `maxmemory-policy` (`noeviction`, `allkeys-lru`, ...), for a Redis that does not
+   * let this user run `CONFIG GET` (ACLs, managed services). herd-guard reads it itself otherwise,
+   * and warns (log, health) when Redis may evict the indexes invalidation depends on: anything but
+   * `noeviction` with `maxmemory` set.
+   */
+  readonly evictionPolicy?: string;
 }

@@ -2,7 +2,7 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { parseDuration } from '../../core/duration.js';
 import { ConfigurationError } from '../../errors/configuration.error.js';
 import { StoreError } from '../../errors/store.error.js';
-import type { RedisStoreOptions } from './redis-store.options.js';
+import { EVICTION_POLICIES, type RedisStoreOptions } from './redis-store.options.js';
 import { type KeySpace, isValidNamespace } from './redis-keys.js';
 import {
   ACQUIRE_LEASE,
@@ -166,6 +166,13 @@ export function validateStoreOptions(options: RedisStoreOptions): void {
     );
   }
   validateNearCache(options.nearCache);
+  const policy: unknown = options.evictionPolicy;
+  if (policy !== undefined && !(EVICTION_POLICIES as readonly unknown[]).includes(policy)) {
+    throw new ConfigurationError(
+      'redis.evictionPolicy',
+      `expected one of ${EVICTION_POLICIES.join(', ')}, received ${JSON.stringify(policy)}`,
+    );
+  }
   if (
     options.commandTimeout !== undefined &&
     parseDuration(options.commandTimeout, 'redis.commandTimeout') <= 0

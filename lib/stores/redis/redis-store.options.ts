@@ -1,6 +1,20 @@
 import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import type { NearCacheOptions } from './near-cache.js';
 
+/** Redis's `maxmemory-policy` values. */
+export const EVICTION_POLICIES = [
+  'noeviction',
+  'allkeys-lru',
+  'allkeys-lfu',
+  'allkeys-random',
+  'volatile-lru',
+  'volatile-lfu',
+  'volatile-random',
+  'volatile-ttl',
+] as const;
+
+export type EvictionPolicy = (typeof EVICTION_POLICIES)[number];
+
 /**
  * How to reach Redis: a URL, ioredis options, or a client you own (a `Redis` or a `Cluster`). A
  * client you pass in is never closed by herd-guard; connections herd-guard opens are closed on
@@ -36,4 +50,11 @@ export interface RedisStoreOptions {
    * fallback). Default `true`: `{ maxEntries: 10_000, maxBytes: 64 MiB }`.
    */
   readonly nearCache?: boolean | NearCacheOptions;
+  /**
+   * The server's `maxmemory-policy`, for a Redis that does not let this user run `CONFIG GET`
+   * (ACLs, managed services). herd-guard reads it itself otherwise, and warns (log, health) when
+   * Redis may evict the indexes invalidation depends on: anything but `noeviction` with
+   * `maxmemory` set.
+   */
+  readonly evictionPolicy?: EvictionPolicy;
 }

@@ -19,6 +19,7 @@ import {
   type StoreSnapshot,
 } from '../../core/herd-store.interface.js';
 import { CommandGate } from './command-gate.js';
+import { EvictionPolicyCheck } from './eviction-policy.js';
 import { decodeFillMessage } from './fill-message.js';
 import { HEARTBEAT_INTERVAL_MS, Heartbeat } from './heartbeat.js';
 import { NotificationSubscriber } from './notification-subscriber.js';
@@ -87,6 +88,8 @@ export class RedisStore implements HerdStore {
   readonly #nearHits: boolean;
   /** Whether notifications are recent enough for the copies to answer hits. */
   readonly #heartbeat: Heartbeat;
+  /** Whether Redis may evict the indexes invalidation depends on. */
+  readonly #eviction: EvictionPolicyCheck;
   /**
    * Per key, the MGET out and the one the readers that came since wait for (see {@link #readOf}).
    */
@@ -111,6 +114,11 @@ export class RedisStore implements HerdStore {
     this.#ownsClient = options.client === undefined;
     this.#client = defineCommands(options.client ?? connect(options));
     this.keys = new RedisKeys(options.namespace ?? 'hg', keySpaceOf(this.#client));
+    this.#eviction = new EvictionPolicyCheck(
+      this.#client,
+      (send) => this.#gate.run('config', undefined, send),
+      options.evictionPolicy,
+    );
     if (this.#ownsClient) this.#client.on('error', () => undefined);
     this.#subscriber = new NotificationSubscriber(
       this.#client,
@@ -142,8 +150,9 @@ export class RedisStore implements HerdStore {
   }
 
   /**
-   * Resolves when the command connection is ready and notifications are subscribed, or after
-   * `timeoutMs` with `false`. It never rejects: a store may start degraded and recover later.
+   * Resolves when the command connection is ready, notifications are subscribed and the eviction
+   * policy was checked, or after `timeoutMs` with `false`. It never rejects: a store may start
+   * degraded and recover later.
    */
   async ready(timeoutMs = 2_000): Promise<boolean> {
     let timer: NodeJS.Timeout | undefined;
@@ -155,7 +164,11 @@ export class RedisStore implements HerdStore {
       this.#client.once('ready', () => resolve());
     });
     try {
-      const both = Promise.all([connected, this.#subscriber.whenSubscribed()]).then(() => true);
+      const both = Promise.all([
+        connected,
+        this.#subscriber.whenSubscribed(),
+        this.#eviction.whenChecked(),
+      ]).then(() => true);
       return await Promise.race([both, timedOut]);
     } finally {
       clearTimeout(timer);
@@ -384,7 +397,18 @@ export class RedisStore implements HerdStore {
     return this.#signals.watch(key);
   }
 
+  /** See {@link HerdStore.onWarning}: here, an eviction policy that can evict indexes. */
+  onWarning(listener: (warning: string) => void): () => void {
+    return this.#eviction.onWarning(listener);
+  }
+
   health(): StoreHealth {
+    const health = this.#health();
+    const warnings = this.#eviction.warnings;
+    return warnings.length === 0 ? health : { ...health, warnings };
+  }
+
+  #health(): StoreHealth {
     const breaker = this.#gate.breaker.state;
     if (this.#closed) return { status: 'down', breaker, reason: 'closed' };
     // The node said why it cannot serve (a replica now, out of memory): the root cause of what
