@@ -78,15 +78,35 @@ export function connect(options: RedisStoreOptions): Redis | Cluster {
     const nodes = options.cluster.nodes.map((node) =>
       typeof node === 'string' ? node : { host: node.host, port: node.port },
     );
-    return new Cluster(nodes, {
-      enableOfflineQueue: false,
-      clusterRetryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2_000),
-      ...options.cluster.options,
-      redisOptions: { ...CONNECTION_DEFAULTS, ...options.cluster.options?.redisOptions },
-    });
+    return letProcessExit(
+      new Cluster(nodes, {
+        enableOfflineQueue: false,
+        clusterRetryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2_000),
+        ...options.cluster.options,
+        redisOptions: { ...CONNECTION_DEFAULTS, ...options.cluster.options?.redisOptions },
+      }),
+    );
   }
   const settings = { ...CONNECTION_DEFAULTS, ...options.redisOptions };
-  return options.url === undefined ? new Redis(settings) : new Redis(options.url, settings);
+  return letProcessExit(
+    options.url === undefined ? new Redis(settings) : new Redis(options.url, settings),
+  );
+}
+
+/**
+ * A connection herd-guard opens never keeps the process alive by itself (its socket is unref'd
+ * once connected): when an app's bootstrap fails after the store connected, Nest calls no shutdown
+ * hook, and the process must still be able to exit. A command out keeps it alive meanwhile (see
+ * CommandDeadlines). On a Cluster, the nodes' connections; not the one ioredis keeps for SUBSCRIBE
+ * (it has no public handle).
+ */
+export function letProcessExit<T extends Redis | Cluster>(connection: T): T {
+  const unref = (node: Redis): void => {
+    node.on('connect', () => node.stream?.unref?.());
+  };
+  if (connection instanceof Cluster) connection.on('+node', unref);
+  else unref(connection);
+  return connection;
 }
 
 export function defineCommands(client: Redis | Cluster): Client {
@@ -114,8 +134,9 @@ export function keySpaceOf(client: Redis | Cluster): KeySpace {
  * A dedicated connection for SUBSCRIBE; unlike command connections it may queue until connected.
  */
 export function subscriberFor(client: Redis | Cluster): Redis | Cluster {
-  if (client instanceof Cluster) return client.duplicate(undefined, { enableOfflineQueue: true });
-  return client.duplicate({ enableOfflineQueue: true, disconnectTimeout: 200 });
+  if (client instanceof Cluster)
+    return letProcessExit(client.duplicate(undefined, { enableOfflineQueue: true }));
+  return letProcessExit(client.duplicate({ enableOfflineQueue: true, disconnectTimeout: 200 }));
 }
 
 export async function closeConnection(connection: Redis | Cluster): Promise<void> {
