@@ -59,16 +59,35 @@ describe('a Redis whose eviction policy can evict indexes (maxmemory, allkeys-lr
     const value = store.keys.for('product:1').value;
     expect(await raw.exists(index, value)).toBe(2);
 
-    // Other data fills the memory; the value is read (recently used), its index never is.
-    let batch = 0;
-    while ((await raw.exists(index)) === 1 && batch < 400) {
+    // As in production after a while: the index not read since it was written (an hour), other
+    // data idle for minutes, the value read all the time. (LRU counts idle time in whole seconds:
+    // RESTORE ... IDLETIME sets it without waiting.)
+    await raw.restore(
+      index,
+      await raw.pttl(index),
+      (await raw.dumpBuffer(index))!,
+      'REPLACE',
+      'IDLETIME',
+      3_600,
+    );
+    await raw.set('template', 'x'.repeat(10_000));
+    const other = (await raw.dumpBuffer('template'))!;
+    await raw.del('template');
+    // KEYS, unlike EXISTS, does not count as an access to the index.
+    const indexKept = async () => (await raw.keys(index)).length === 1;
+    const others: string[] = [];
+    while ((await indexKept()) && others.length < 8_000) {
       const pipeline = raw.pipeline();
-      for (let i = 0; i < 20; i++) pipeline.set(`other:${batch}:${i}`, 'x'.repeat(10_000));
+      for (let i = 0; i < 20; i++) {
+        others.push(`other:${others.length}`);
+        pipeline.restore(others.at(-1)!, 0, other, 'IDLETIME', 600);
+      }
       await pipeline.exec();
       await engine.read('product:1', () => 'reloaded');
-      batch += 1;
     }
-    expect(await raw.exists(index)).toBe(0);
+    // Memory back under the limit: nothing more is evicted while the test looks.
+    await raw.unlink(...others);
+    expect(await indexKept()).toBe(false);
     expect(await raw.exists(value)).toBe(1);
     await expect(engine.expireTag('products')).resolves.toBe(0);
     await expect(engine.read('product:1', () => 'reloaded')).resolves.toMatchObject({

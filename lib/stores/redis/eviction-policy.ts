@@ -1,10 +1,6 @@
 import { Cluster, type Redis } from 'ioredis';
-import { StoreError } from '../../errors/store.error.js';
 import { describeError, isReplyError } from './redis-connection.js';
 import type { EvictionPolicy } from './redis-store.options.js';
-
-/** Where the check sends `CONFIG GET` (the store's command gate: time limit and breaker). */
-export type ConfigCommand = <T>(send: () => Promise<T>) => Promise<T>;
 
 const FIX =
   'Set maxmemory-policy noeviction (give the cache a Redis of its own, sized for its hard TTLs), ' +
@@ -31,7 +27,8 @@ export class EvictionPolicyCheck {
 
   constructor(
     private readonly client: Redis | Cluster,
-    private readonly run: ConfigCommand,
+    /** How long a node has to answer (a node that does not is checked when ready again). */
+    private readonly timeoutMs: number,
     declared: EvictionPolicy | undefined,
   ) {
     this.#first = new Promise((resolve) => (this.#firstDone = resolve));
@@ -41,8 +38,11 @@ export class EvictionPolicyCheck {
       return;
     }
     client.on('ready', () => this.check());
-    // A failover or a resharding changes which nodes are masters.
-    if (client instanceof Cluster) client.on('refresh', () => this.check());
+    // A failover or a resharding changes which nodes are masters; a node connects when first used.
+    if (client instanceof Cluster) {
+      client.on('refresh', () => this.check());
+      client.on('+node', (node: Redis) => node.on('ready', () => this.check()));
+    }
     if (client.status === 'ready') this.check();
   }
 
@@ -88,14 +88,18 @@ export class EvictionPolicyCheck {
     for (const name of this.#findings.keys()) if (!names.has(name)) this.#findings.delete(name);
     await Promise.all(
       nodes.map(async ({ name, node }) => {
+        // Not connected yet (a Cluster connects to a node when first used), or not any more:
+        // checked when it is ready.
+        if (node.status === 'wait' && this.client.status === 'ready')
+          node.connect().catch(() => undefined);
+        if (node.status !== 'ready') return;
         const where = this.client instanceof Cluster ? ` on ${name}` : '';
         try {
-          const reply = await this.run(() => node.call('CONFIG', 'GET', 'maxmemory*'));
+          const reply = await this.#configOf(node);
           this.#findings.set(name, configFinding(reply, where));
         } catch (error) {
-          // Not reachable now: checked again when it is ready. Refused: the policy is unknown.
-          const cause = error instanceof StoreError ? error.cause : error;
-          if (isReplyError(cause)) this.#findings.set(name, unknownFinding(cause, where));
+          // Refused (ACL, a managed Redis without CONFIG): the policy is unknown.
+          if (isReplyError(error)) this.#findings.set(name, unknownFinding(error, where));
         }
       }),
     );
@@ -103,6 +107,18 @@ export class EvictionPolicyCheck {
       if (before.has(warning)) continue;
       for (const listener of this.#listeners) listener(warning);
     }
+  }
+
+  /** Outside the command gate: a check is not the store's traffic, and counts for no breaker. */
+  #configOf(node: Redis | Cluster): Promise<unknown> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('no reply')), this.timeoutMs);
+      timer.unref();
+    });
+    return Promise.race([node.call('CONFIG', 'GET', 'maxmemory*'), late]).finally(() =>
+      clearTimeout(timer),
+    );
   }
 }
 

@@ -141,14 +141,18 @@ export function subscriberFor(client: Redis | Cluster): Redis | Cluster {
 
 export async function closeConnection(connection: Redis | Cluster): Promise<void> {
   if (connection.status === 'end') return;
+  // Keeps the process alive until QUIT is answered (the socket does not: see letProcessExit).
+  let timer: NodeJS.Timeout | undefined;
   try {
     if (connection.status !== 'ready') throw new Error('not connected');
     await Promise.race([
       connection.quit(),
-      new Promise((_, reject) => setTimeout(reject, 1_000).unref()),
+      new Promise((_, reject) => (timer = setTimeout(reject, 1_000))),
     ]);
   } catch {
     connection.disconnect();
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -116,7 +116,7 @@ export class RedisStore implements HerdStore {
     this.keys = new RedisKeys(options.namespace ?? 'hg', keySpaceOf(this.#client));
     this.#eviction = new EvictionPolicyCheck(
       this.#client,
-      (send) => this.#gate.run('config', undefined, send),
+      commandTimeoutMs,
       options.evictionPolicy,
     );
     if (this.#ownsClient) this.#client.on('error', () => undefined);
