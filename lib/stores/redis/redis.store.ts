@@ -20,7 +20,7 @@ import {
 } from '../../core/herd-store.interface.js';
 import { CommandGate } from './command-gate.js';
 import { EvictionPolicyCheck } from './eviction-policy.js';
-import { decodeFillMessage } from './fill-message.js';
+import { decodeFillMessage, decodeLaterFormat } from './fill-message.js';
 import { HEARTBEAT_INTERVAL_MS, Heartbeat } from './heartbeat.js';
 import { NotificationSubscriber } from './notification-subscriber.js';
 import {
@@ -501,7 +501,7 @@ export class RedisStore implements HerdStore {
   #onMessage(message: string): void {
     if (this.#heartbeat.heard(message)) return;
     const notice = decodeFillMessage(message);
-    if (notice === undefined) return;
+    if (notice === undefined) return this.#onLaterFormat(message);
     const { key, envelope, kind, version } = notice;
     this.#reads.delete(key);
     if (kind === 'stale' || kind === 'delete') this.#near.invalidated(key, kind, version);
@@ -510,9 +510,31 @@ export class RedisStore implements HerdStore {
       if (envelope === undefined || !wanted) this.#near.replaced(key, version);
       else {
         this.#near.announce(key, version);
-        this.#near.decode(key, envelope);
+        const entry = this.#near.decode(key, envelope, undefined, version);
+        // Not readable here (a later release's envelope): the copy it replaced must not answer.
+        if (entry === undefined || entry === CORRUPT_ENTRY) this.#near.replaced(key, version);
       }
     }
+    this.#signals.notify(key);
+  }
+
+  /**
+   * A message of a later release's format: the key it names changed (its copy goes, its followers
+   * re-check); if even that cannot be read, every copy goes. Anything else on the channel is not
+   * ours, and is ignored.
+   */
+  #onLaterFormat(message: string): void {
+    const later = decodeLaterFormat(message);
+    if (later === undefined) return;
+    if (later.change === undefined) {
+      this.#reads.clear();
+      this.#near.clear();
+      this.#signals.notifyAll();
+      return;
+    }
+    const { key, version } = later.change;
+    this.#reads.delete(key);
+    this.#near.replaced(key, version);
     this.#signals.notify(key);
   }
 }
