@@ -32,6 +32,7 @@ const REDIS_FIELDS: ReadonlySet<string> = new Set(
     breakerCooldown: true,
     nearCache: true,
     evictionPolicy: true,
+    waitForReplicas: true,
   } satisfies Record<keyof RedisStoreOptions, true>),
 );
 const STORE_METHODS = [

@@ -39,4 +39,10 @@ export interface HerdGuardRedisOptions {
    * `noeviction` with `maxmemory` set.
    */
   readonly evictionPolicy?: string;
+  /**
+   * Replicas that must confirm (Redis `WAIT`) each `set()`, `expire()`/`delete()` and index entry
+   * before it is acknowledged, so that a failover to one of them does not lose it; fewer within
+   * half of `commandTimeout` fails the call. Default 0: acknowledged by the primary alone.
+   */
+  readonly waitForReplicas?: number;
 }

@@ -507,10 +507,20 @@ export class RedisSentinelFixture {
     }, `the node on port ${server.port} promoted and known to every Sentinel`);
   }
 
-  /** `SENTINEL FAILOVER`: the replica is promoted without the primary failing. */
+  /**
+   * `SENTINEL FAILOVER`: the replica is promoted without the primary failing. The Sentinels demote
+   * the old primary only when they next poll it (every 10 s); this demotes it at once with the
+   * same `REPLICAOF`, as a managed Redis does, so its clients get READONLY meanwhile.
+   */
   async failover(): Promise<RedisServer> {
-    const next = this.other(await this.primary());
+    const old = await this.primary();
+    const next = this.other(old);
     await this.sentinelServers[0]!.command('SENTINEL', 'FAILOVER', this.masterName);
+    await pollUntil(async () => {
+      const named = await this.primary().catch(() => undefined);
+      return named === next && (await next.role()) === 'master';
+    }, `the node on port ${next.port} promoted`);
+    await old.command('REPLICAOF', next.host, String(next.port));
     await this.promoted(next);
     return next;
   }
@@ -888,11 +898,24 @@ function parseAt(buffer: Buffer, start: number): Parsed | undefined {
   }
 }
 
-/** A master, or a replica whose link to its master is up and synced. */
+/**
+ * A master, or a replica whose link to its master is up and synced, and which its master counts as
+ * online (it does so only from the replica's first ACK, up to a second after the sync: before that,
+ * WAIT does not count it).
+ */
 async function isSyncedOrMaster(server: RedisServer): Promise<boolean> {
   const info = await server.info('replication').catch(() => ({}) as Record<string, string>);
   if (info['role'] === 'master') return true;
-  return info['master_link_status'] === 'up' && info['master_sync_in_progress'] === '0';
+  if (info['master_link_status'] !== 'up' || info['master_sync_in_progress'] !== '0') return false;
+  const master = [...servers].find(
+    (candidate) => candidate.running && candidate.port === Number(info['master_port']),
+  );
+  if (master === undefined) return true;
+  const seen = await master.info('replication');
+  return Object.entries(seen).some(
+    ([field, value]) =>
+      /^slave\d+$/.test(field) && value.includes(`port=${server.port},state=online`),
+  );
 }
 
 /** Polls `condition` until it holds; fails after `limitMs` naming `what`. */

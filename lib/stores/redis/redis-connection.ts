@@ -21,7 +21,7 @@ import {
  * The scripts registered on the client by `defineCommand`, typed locally (no global augmentation).
  * Each takes the KEYS and ARGV its script's `args` lays out, and answers what the script returns.
  */
-interface HerdGuardCommands {
+export interface HerdGuardCommands {
   herdGuardAcquire(
     ...args: ScriptArgs<typeof ACQUIRE_LEASE>
   ): Promise<[number, string, string | null, number]>;
@@ -181,6 +181,13 @@ export function validateStoreOptions(options: RedisStoreOptions): void {
     throw new ConfigurationError(
       'redis.url',
       `expected redis://host:port or rediss://host:port, received ${JSON.stringify(options.url)}`,
+    );
+  }
+  const replicas = options.waitForReplicas;
+  if (replicas !== undefined && (!Number.isInteger(replicas) || replicas < 0)) {
+    throw new ConfigurationError(
+      'redis.waitForReplicas',
+      `expected a whole number of replicas (0 for none), received ${replicas}`,
     );
   }
   const threshold = options.breakerThreshold;

@@ -57,4 +57,11 @@ export interface RedisStoreOptions {
    * `maxmemory` set.
    */
   readonly evictionPolicy?: EvictionPolicy;
+  /**
+   * Replicas that must confirm (Redis `WAIT`) each `set()`, `expire()`/`delete()` and index entry
+   * before it is acknowledged, so that a failover to one of them does not lose it; fewer within
+   * half of `commandTimeout` fails the call. Default 0: acknowledged by the primary alone (Redis
+   * replicates asynchronously; the last writes before a failover may be lost). See docs/redis.md.
+   */
+  readonly waitForReplicas?: number;
 }

@@ -34,6 +34,7 @@ import {
   validateStoreOptions,
 } from './redis-connection.js';
 import { RedisKeys } from './redis-keys.js';
+import { ReplicaAcks } from './replica-acks.js';
 import {
   ACQUIRE_LEASE,
   ADD_TO_INDEX,
@@ -90,6 +91,8 @@ export class RedisStore implements HerdStore {
   readonly #heartbeat: Heartbeat;
   /** Whether Redis may evict the indexes invalidation depends on. */
   readonly #eviction: EvictionPolicyCheck;
+  /** Sends the writes invalidation depends on, and waits for replicas to confirm them. */
+  readonly #acks: ReplicaAcks;
   /**
    * Per key, the MGET out and the one the readers that came since wait for (see {@link #readOf}).
    */
@@ -114,6 +117,11 @@ export class RedisStore implements HerdStore {
     this.#ownsClient = options.client === undefined;
     this.#client = defineCommands(options.client ?? connect(options));
     this.keys = new RedisKeys(options.namespace ?? 'hg', keySpaceOf(this.#client));
+    this.#acks = new ReplicaAcks(
+      this.#client,
+      options.waitForReplicas ?? 0,
+      Math.max(1, Math.floor(commandTimeoutMs / 2)),
+    );
     this.#eviction = new EvictionPolicyCheck(
       this.#client,
       commandTimeoutMs,
@@ -295,10 +303,12 @@ export class RedisStore implements HerdStore {
     const envelope = this.#encode(key, entry);
     const call = { target: this.#target(key), envelope, ttlMs: lifetimeLeftMs(entry) };
     const since = this.#near.mark();
-    const version = Number(
-      await this.#gate.run('set', key, () => this.#client.herdGuardSet(...SET_VALUE.args(call))),
+    const written = await this.#gate.run('set', key, () =>
+      this.#acks.send('herdGuardSet', SET_VALUE.args(call)),
     );
+    const version = Number(written.result);
     this.#changed(key);
+    this.#acks.check('set', key, written.replicas);
     this.#near.announce(key, version);
     this.#near.keep(key, withVersion(entry, version), envelope, { raw: false, since });
     return version;
@@ -309,21 +319,23 @@ export class RedisStore implements HerdStore {
    */
   async invalidate(key: string, mode: InvalidationMode): Promise<InvalidationResult> {
     const call = { target: this.#target(key), mode };
-    const [existed, version] = await this.#gate.run(
-      mode === 'delete' ? 'delete' : 'mark-stale',
-      key,
-      () => this.#client.herdGuardInvalidate(...INVALIDATE.args(call)),
+    const operation = mode === 'delete' ? 'delete' : 'mark-stale';
+    const written = await this.#gate.run(operation, key, () =>
+      this.#acks.send('herdGuardInvalidate', INVALIDATE.args(call)),
     );
+    const [existed, version] = written.result;
     this.#changed(key);
     this.#near.invalidated(key, mode, Number(version));
+    this.#acks.check(operation, key, written.replicas);
     return { existed: existed === 1, version: Number(version) };
   }
 
   async addToIndex(index: KeyIndex, key: string, ttlMs: number): Promise<void> {
     const call = { index: this.#indexKey(index), member: key, ttlMs };
-    await this.#gate.run('index', key, () =>
-      this.#client.herdGuardIndex(...ADD_TO_INDEX.args(call)),
+    const written = await this.#gate.run('index', key, () =>
+      this.#acks.send('herdGuardIndex', ADD_TO_INDEX.args(call)),
     );
+    this.#acks.check('index', key, written.replicas);
   }
 
   async indexMembers(index: KeyIndex): Promise<string[]> {
