@@ -370,6 +370,19 @@ export class RedisClusterFixture {
     return running.filter((_, i) => roles[i] === 'master');
   }
 
+  /** The running master that serves `key`'s slot now (CLUSTER KEYSLOT, CLUSTER SLOTS). */
+  async masterOf(key: string): Promise<RedisServer> {
+    const node = this.servers.find((server) => server.running);
+    if (node === undefined) throw new Error('no node of the cluster is running');
+    const slot = Number(await node.command('CLUSTER', 'KEYSLOT', key));
+    const ranges = (await node.command('CLUSTER', 'SLOTS')) as Reply[][];
+    const range = ranges.find(([start, end]) => Number(start) <= slot && slot <= Number(end));
+    const port = Number((range?.[2] as Reply[] | undefined)?.[1]);
+    const master = this.servers.find((server) => server.port === port);
+    if (master === undefined) throw new Error(`no master found for slot ${slot}`);
+    return master;
+  }
+
   /** The running replica of `master`. */
   async replicaOf(master: RedisServer): Promise<RedisServer> {
     for (const server of this.servers.filter((candidate) => candidate.running)) {
@@ -384,18 +397,40 @@ export class RedisClusterFixture {
    * replica catches up and takes over), then waits until it is a master and the cluster is ok.
    */
   async failover(replica: RedisServer): Promise<void> {
+    const master = await this.masterOfReplica(replica);
     await replica.command('CLUSTER', 'FAILOVER');
-    await pollUntil(async () => (await replica.role()) === 'master', 'the replica promoted');
-    await waitForClusterOk(this.servers.filter((server) => server.running));
+    await this.#tookOver(replica, master);
   }
 
   /** Kills `master` (SIGKILL) and waits until its replica has taken over and the cluster is ok. */
   async killMaster(master: RedisServer): Promise<RedisServer> {
     const replica = await this.replicaOf(master);
     await master.kill();
-    await pollUntil(async () => (await replica.role()) === 'master', 'the replica promoted');
-    await waitForClusterOk(this.servers.filter((server) => server.running));
+    await this.#tookOver(replica, master);
     return replica;
+  }
+
+  /** The master `replica` replicates. */
+  async masterOfReplica(replica: RedisServer): Promise<RedisServer> {
+    const port = Number((await replica.info('replication'))['master_port']);
+    const master = this.servers.find((server) => server.port === port);
+    if (master === undefined) throw new Error(`no master on port ${port}`);
+    return master;
+  }
+
+  /** Waits until `replica` is a master, every running node says so, and the cluster is ok. */
+  async #tookOver(replica: RedisServer, master: RedisServer): Promise<void> {
+    await pollUntil(async () => (await replica.role()) === 'master', 'the replica promoted');
+    const running = this.servers.filter((server) => server.running);
+    await pollUntil(async () => {
+      const views = await Promise.all(
+        running.map((node) => node.command('CLUSTER', 'SLOTS') as Promise<Reply[][]>),
+      );
+      return views.every((ranges) =>
+        ranges.every((range) => Number((range[2] as Reply[])[1]) !== master.port),
+      );
+    }, 'every node knowing the new master');
+    await waitForClusterOk(running);
   }
 
   async stop(): Promise<void> {

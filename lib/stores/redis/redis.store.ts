@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { Command } from 'ioredis';
+import { Cluster, Command } from 'ioredis';
+import { ClusterNodeErrors } from './cluster-node-errors.js';
 import { parseTimerDuration } from '../../core/duration.js';
 import { type Entry, encodeEntry, lifetimeLeftMs, withVersion } from '../../core/entry.js';
 import { SerializationError } from '../../errors/serialization.error.js';
@@ -93,6 +94,8 @@ export class RedisStore implements HerdStore {
   readonly #eviction: EvictionPolicyCheck;
   /** Sends the writes invalidation depends on, and waits for replicas to confirm them. */
   readonly #acks: ReplicaAcks;
+  /** On a Cluster: masters whose connection keeps failing (health). */
+  readonly #nodeErrors: ClusterNodeErrors | undefined;
   /**
    * Per key, the MGET out and the one the readers that came since wait for (see {@link #readOf}).
    */
@@ -117,6 +120,8 @@ export class RedisStore implements HerdStore {
     this.#ownsClient = options.client === undefined;
     this.#client = defineCommands(options.client ?? connect(options));
     this.keys = new RedisKeys(options.namespace ?? 'hg', keySpaceOf(this.#client));
+    this.#nodeErrors =
+      this.#client instanceof Cluster ? new ClusterNodeErrors(this.#client, cooldownMs) : undefined;
     this.#acks = new ReplicaAcks(
       this.#client,
       options.waitForReplicas ?? 0,
@@ -436,6 +441,8 @@ export class RedisStore implements HerdStore {
       };
     if (this.#client.status !== 'ready')
       return { status: 'degraded', breaker, reason: `connection ${this.#client.status}` };
+    const unreachable = this.#nodeErrors?.reason();
+    if (unreachable !== undefined) return { status: 'degraded', breaker, reason: unreachable };
     if (!this.#subscriber.subscribed)
       return { status: 'degraded', breaker, reason: 'notifications not subscribed' };
     if (!this.#heartbeat.inTime())
