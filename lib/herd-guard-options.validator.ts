@@ -31,6 +31,8 @@ const REDIS_FIELDS: ReadonlySet<string> = new Set(
     breakerThreshold: true,
     breakerCooldown: true,
     nearCache: true,
+    evictionPolicy: true,
+    waitForReplicas: true,
   } satisfies Record<keyof RedisStoreOptions, true>),
 );
 const STORE_METHODS = [

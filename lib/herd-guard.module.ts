@@ -55,9 +55,6 @@ import { HerdGuardService } from './herd-guard.service.js';
   exports: [HerdGuardService, HerdGuardHealthIndicator],
 })
 export class HerdGuardModule extends ConfigurableHerdGuardModule implements OnApplicationShutdown {
-  /** Set by the first shutdown; a second one waits for the same close. */
-  #closing: Promise<void> | undefined;
-
   constructor(@Inject(HERD_GUARD_RESOURCES) private readonly resources: HerdGuardResources) {
     super();
   }
@@ -73,8 +70,8 @@ export class HerdGuardModule extends ConfigurableHerdGuardModule implements OnAp
     return super.forRoot(options);
   }
 
+  /** Closes what the module opened (also when its init failed and closed it already). */
   onApplicationShutdown(): Promise<void> {
-    this.#closing ??= closeResources(this.resources);
-    return this.#closing;
+    return closeResources(this.resources);
   }
 }

@@ -65,11 +65,23 @@ function openLogger(engine: HerdEngine, options: HerdGuardModuleOptions): EventL
   return new EventLogger(engine, logger);
 }
 
+/** The close of each module's resources, once started: shutdown and a failed init share it. */
+const closing = new WeakMap<HerdGuardResources, Promise<void>>();
+
 /**
  * Stops the engine (running loaders see their signal fire), then closes the store the module
- * opened.
+ * opened. A second call waits for the same close.
  */
-export async function closeResources(resources: HerdGuardResources): Promise<void> {
+export function closeResources(resources: HerdGuardResources): Promise<void> {
+  let closed = closing.get(resources);
+  if (closed === undefined) {
+    closed = close(resources);
+    closing.set(resources, closed);
+  }
+  return closed;
+}
+
+async function close(resources: HerdGuardResources): Promise<void> {
   resources.metrics?.close();
   resources.hotKeys?.close();
   resources.logger?.close();

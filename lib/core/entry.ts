@@ -2,9 +2,22 @@ import { type ResolvedPolicy, expiryFor } from './policy.js';
 import { type SerializerName, decodeValue, encodeValue } from './serializers.js';
 
 /**
- * Format version written into every envelope; envelopes of another version are treated as absent.
+ * Format version written into every envelope. An envelope of a later format (a newer release wrote
+ * it during a rolling deploy) reads as absent, and this release never overwrites it with a load
+ * (see {@link isLaterFormat}); one of an earlier or unknown format reads as corrupt.
  */
 export const ENTRY_FORMAT_VERSION = 2;
+
+/** The format an envelope declares in its first field (`{"v":<format>,`), if any. */
+export function envelopeFormat(raw: string): number | undefined {
+  const match = /^\{"v":(\d{1,9}),/.exec(raw);
+  return match === null ? undefined : Number(match[1]);
+}
+
+/** True for an envelope of a format later than this release writes (a newer release wrote it). */
+export function isLaterFormat(raw: string): boolean {
+  return (envelopeFormat(raw) ?? 0) > ENTRY_FORMAT_VERSION;
+}
 
 /**
  * A cached value wrapped with its timing and version. Before `softExpireAt` it is fresh (unless

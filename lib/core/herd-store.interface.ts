@@ -98,6 +98,11 @@ export interface StoreHealth {
   readonly breaker: BreakerState;
   /** Why the store is not up (last error), when it is not. */
   readonly reason?: string;
+  /**
+   * What is wrong with the store's setup though it works, e.g. a Redis that may evict the indexes
+   * invalidation depends on. Absent when there is nothing to say.
+   */
+  readonly warnings?: readonly string[];
 }
 
 /**
@@ -153,6 +158,11 @@ export interface HerdStore {
   releaseLease(lease: Lease): Promise<void>;
   watchFill(key: string): FillWatch;
   health(): StoreHealth;
+  /**
+   * Calls `listener` with each warning about the store's setup found from now on (see {@link
+   * StoreHealth.warnings}), and at once with those already found; returns the unsubscribe.
+   */
+  onWarning?(listener: (warning: string) => void): () => void;
   /** Closes what the store opened (not clients it was given). */
   close(): Promise<void>;
 }

@@ -7,8 +7,10 @@ import { LoaderFailedError } from '../errors/loader-failed.error.js';
 import {
   HERD_GUARD_CACHED,
   HERD_GUARD_DEFAULT_POLICY,
+  HERD_GUARD_RESOURCES,
   HERD_GUARD_ROUTE,
 } from '../herd-guard.constants.js';
+import { type HerdGuardResources, closeResources } from '../herd-guard.resources.js';
 import { HerdGuardService } from '../herd-guard.service.js';
 import type { CachedOptions } from '../interfaces/cached-options.interface.js';
 import type { CachedRouteOptions } from '../interfaces/cached-route-options.interface.js';
@@ -57,9 +59,23 @@ export class CachedMethodsExplorer implements OnModuleInit {
     private readonly reflector: Reflector,
     private readonly herd: HerdGuardService,
     @Inject(HERD_GUARD_DEFAULT_POLICY) private readonly defaultPolicy: CachePolicy | undefined,
+    @Inject(HERD_GUARD_RESOURCES) private readonly resources: HerdGuardResources,
   ) {}
 
-  onModuleInit(): void {
+  /**
+   * A bad option fails the bootstrap; Nest then calls no shutdown hook, so what the module opened
+   * (Redis connections) is closed here first.
+   */
+  async onModuleInit(): Promise<void> {
+    try {
+      this.#explore();
+    } catch (error) {
+      await closeResources(this.resources);
+      throw error;
+    }
+  }
+
+  #explore(): void {
     const prefixes = new KeyPrefixes();
     // Class providers first: an instance also reachable through an alias token is named by its
     // class.

@@ -17,6 +17,11 @@ export interface HerdGuardHealthDetails<
   readonly storeStatus: StoreStatus;
   readonly breaker: BreakerState;
   readonly reason?: string;
+  /**
+   * What is wrong with the store's setup though it works (a Redis that may evict the indexes
+   * invalidation depends on): fix it, the status does not show it.
+   */
+  readonly warnings?: readonly string[];
   /** Keys with a load in progress in this process. */
   readonly inflight: number;
 }
@@ -74,6 +79,7 @@ export class HerdGuardHealthIndicator {
       breaker: health.breaker,
       inflight: this.cache.engine.activity().inflight,
       ...(health.reason === undefined ? {} : { reason: health.reason }),
+      ...(health.warnings === undefined ? {} : { warnings: health.warnings }),
     };
     return Promise.resolve({ [key]: details } as HerdGuardHealthResult<
       Key,

@@ -32,4 +32,17 @@ export interface HerdGuardRedisOptions {
    * fallback). Default `true`: `{ maxEntries: 10_000, maxBytes: 64 MiB }`.
    */
   readonly nearCache?: boolean | { readonly maxEntries?: number; readonly maxBytes?: number };
+  /**
+   * The server's `maxmemory-policy` (`noeviction`, `allkeys-lru`, ...), for a Redis that does not
+   * let this user run `CONFIG GET` (ACLs, managed services). herd-guard reads it itself otherwise,
+   * and warns (log, health) when Redis may evict the indexes invalidation depends on: anything but
+   * `noeviction` with `maxmemory` set.
+   */
+  readonly evictionPolicy?: string;
+  /**
+   * Replicas that must confirm (Redis `WAIT`) each `set()`, `expire()`/`delete()` and index entry
+   * before it is acknowledged, so that a failover to one of them does not lose it; fewer within
+   * half of `commandTimeout` fails the call. Default 0: acknowledged by the primary alone.
+   */
+  readonly waitForReplicas?: number;
 }

@@ -16,6 +16,7 @@ const STORE_ERROR_WINDOW_MS = 10_000;
  */
 export class EventLogger {
   readonly #unsubscribe: () => void;
+  readonly #unwatchStore: () => void;
   /** Per store operation: when it was last logged and how many failures were not logged since. */
   readonly #storeErrors = new Map<string, { loggedAt: number; suppressed: number }>();
   /**
@@ -31,10 +32,16 @@ export class EventLogger {
     private readonly now: () => number = Date.now,
   ) {
     this.#unsubscribe = engine.onEvent((event) => this.#log(event));
+    // A store set up so that invalidations may miss (an eviction policy): at start, and when found.
+    this.#unwatchStore =
+      engine.store.onWarning?.((warning) =>
+        this.logger.warn({ event: 'store setup puts invalidation at risk', warning }),
+      ) ?? (() => undefined);
   }
 
   close(): void {
     this.#unsubscribe();
+    this.#unwatchStore();
   }
 
   #log(event: HerdEvent): void {

@@ -87,8 +87,21 @@ export class FaultProxy {
   private constructor(
     private readonly listener: Server,
     readonly port: number,
-    readonly target: ProxyTarget,
+    /** Where new connections go; `retarget()` moves it (open connections keep theirs). */
+    private current: ProxyTarget,
   ) {}
+
+  get target(): ProxyTarget {
+    return this.current;
+  }
+
+  /**
+   * Sends new connections to `target` from now on, as a DNS name or a virtual IP moved to a new
+   * primary does; connections already open stay with the old one.
+   */
+  retarget(target: ProxyTarget): void {
+    this.current = target;
+  }
 
   /** Listens on a free loopback port and forwards every connection to `target`. */
   static async start(target: ProxyTarget): Promise<FaultProxy> {

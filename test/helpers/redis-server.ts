@@ -9,10 +9,12 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import {
   accessSync,
   constants as fsConstants,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   rmSync,
   statSync,
+  writeFileSync,
 } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { createConnection, createServer, type Socket } from 'node:net';
@@ -75,6 +77,22 @@ export interface RedisServerOptions {
    * and `--cluster-node-timeout 2000`, and picks a port whose bus port (+10000) is free too.
    */
   readonly cluster?: boolean;
+  /** Cluster node timeout in ms (default 2000): how long a failed master goes unnoticed. */
+  readonly clusterNodeTimeoutMs?: number;
+  /** Start as a replica of this server (`--replicaof`). */
+  readonly replicaOf?: RedisNodeAddress;
+  /** Start as a Sentinel (`redis-server <config> --sentinel`) watching this master. */
+  readonly sentinel?: SentinelOptions;
+}
+
+/** What a Sentinel watches, and how quickly it fails the master over. */
+export interface SentinelOptions {
+  readonly masterName: string;
+  readonly master: RedisNodeAddress;
+  /** Sentinels that must agree the master is down. */
+  readonly quorum: number;
+  readonly downAfterMs: number;
+  readonly failoverTimeoutMs: number;
 }
 
 export interface RedisNodeAddress {
@@ -238,14 +256,50 @@ export class RedisServer {
     await sendCommand(this.port, ['CONFIG', 'RESETSTAT']);
   }
 
+  /**
+   * Sends one admin command on a connection of its own (no HELLO, nothing added to the stats but
+   * the command itself) and resolves its reply; a reply error rejects.
+   */
+  command(...args: string[]): Promise<Reply> {
+    return sendCommand(this.port, args);
+  }
+
+  /** `INFO <section>` as field -> value, e.g. `info('replication')` gives `{ role: 'master', ... }`. */
+  async info(section: string): Promise<Record<string, string>> {
+    const text = String(await sendCommand(this.port, ['INFO', section]));
+    const fields: Record<string, string> = {};
+    for (const match of text.matchAll(/^([a-z_0-9]+):(.*?)\r?$/gm)) fields[match[1]!] = match[2]!;
+    return fields;
+  }
+
+  /** `master` or `slave`, from INFO replication. */
+  async role(): Promise<string> {
+    return (await this.info('replication'))['role'] ?? 'unknown';
+  }
+
+  /** The clients connected now, from CLIENT LIST (the helper's own connection excluded). */
+  async clientList(): Promise<Array<Record<string, string>>> {
+    const text = String(await sendCommand(this.port, ['CLIENT', 'LIST']));
+    return text
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => Object.fromEntries(line.trim().split(' ').map(splitField)))
+      .filter((client) => client['cmd'] !== 'client|list');
+  }
+
   private async launch(): Promise<void> {
     servers.add(this);
     tempDirs.add(this.dir);
     mkdirSync(this.dir, { recursive: true }); // gone if stopAllRedisServers ran before a restart
+    const { sentinel, replicaOf } = this.options;
     const args = [
+      ...(sentinel === undefined ? [] : [sentinelConfig(this.dir, sentinel), '--sentinel']),
       ...['--port', String(this.port), '--bind', LOOPBACK, '--daemonize', 'no'],
       ...['--save', '', '--appendonly', 'no', '--dir', this.dir],
-      ...(this.options.cluster ? clusterArgs(this.dir) : []),
+      // A replica syncs at once (Redis waits 5 s by default for more replicas to join the sync).
+      ...['--repl-diskless-sync-delay', '0'],
+      ...(this.options.cluster ? clusterArgs(this.dir, this.options.clusterNodeTimeoutMs) : []),
+      ...(replicaOf === undefined ? [] : ['--replicaof', replicaOf.host, String(replicaOf.port)]),
       ...(this.options.args ?? []),
     ];
     const running = spawnRedis(this.binary, args, this.dir);
@@ -257,21 +311,41 @@ export class RedisServer {
   }
 }
 
-/** Three redis-server cluster masters (no replicas) sharing the 16384 slots. */
+export interface ClusterFixtureOptions extends Pick<RedisServerOptions, 'args'> {
+  /** Replicas per master (default 0): 3 masters and 3 x `replicas` replicas. */
+  readonly replicas?: number;
+  /** Cluster node timeout in ms (default 2000): a failed master is replaced after about this. */
+  readonly nodeTimeoutMs?: number;
+}
+
+/** Three redis-server cluster masters sharing the 16384 slots, with replicas if asked. */
 export class RedisClusterFixture {
   private constructor(readonly servers: readonly RedisServer[]) {}
 
-  /** Starts the nodes, joins them with `redis-cli --cluster create` and waits for `cluster_state:ok` on each. */
-  static async start(options: Pick<RedisServerOptions, 'args'> = {}): Promise<RedisClusterFixture> {
+  /**
+   * Starts the nodes, joins them with `redis-cli --cluster create`, and waits for
+   * `cluster_state:ok` on each and every replica's link to its master.
+   */
+  static async start(options: ClusterFixtureOptions = {}): Promise<RedisClusterFixture> {
     const cli = findRedisCli();
+    const replicas = options.replicas ?? 0;
     const started: RedisServer[] = [];
     try {
       // One at a time, so a node's ports are bound before the next one probes for free ports.
-      for (let i = 0; i < CLUSTER_NODE_COUNT; i++) {
-        started.push(await RedisServer.start({ ...options, cluster: true }));
+      for (let i = 0; i < CLUSTER_NODE_COUNT * (1 + replicas); i++) {
+        const node = {
+          args: options.args,
+          cluster: true,
+          clusterNodeTimeoutMs: options.nodeTimeoutMs,
+        };
+        started.push(await RedisServer.start(node));
       }
-      await createCluster(cli, started);
-      await waitForClusterOk(started);
+      await createCluster(cli, started, replicas);
+      await waitForClusterOk(started, started.length);
+      await pollUntil(
+        async () => (await Promise.all(started.map(isSyncedOrMaster))).every(Boolean),
+        'every replica synced with its master',
+      );
     } catch (error) {
       await Promise.all(started.map((server) => server.kill()));
       throw error;
@@ -289,8 +363,210 @@ export class RedisClusterFixture {
     return track(new Cluster(this.nodes, options));
   }
 
+  /** The running nodes that are masters now. */
+  async masters(): Promise<RedisServer[]> {
+    const running = this.servers.filter((server) => server.running);
+    const roles = await Promise.all(running.map((server) => server.role()));
+    return running.filter((_, i) => roles[i] === 'master');
+  }
+
+  /** The running master that serves `key`'s slot now (CLUSTER KEYSLOT, CLUSTER SLOTS). */
+  async masterOf(key: string): Promise<RedisServer> {
+    const node = this.servers.find((server) => server.running);
+    if (node === undefined) throw new Error('no node of the cluster is running');
+    const slot = Number(await node.command('CLUSTER', 'KEYSLOT', key));
+    const ranges = (await node.command('CLUSTER', 'SLOTS')) as Reply[][];
+    const range = ranges.find(([start, end]) => Number(start) <= slot && slot <= Number(end));
+    const port = Number((range?.[2] as Reply[] | undefined)?.[1]);
+    const master = this.servers.find((server) => server.port === port);
+    if (master === undefined) throw new Error(`no master found for slot ${slot}`);
+    return master;
+  }
+
+  /** The running replica of `master`. */
+  async replicaOf(master: RedisServer): Promise<RedisServer> {
+    for (const server of this.servers.filter((candidate) => candidate.running)) {
+      const info = await server.info('replication');
+      if (info['role'] === 'slave' && Number(info['master_port']) === master.port) return server;
+    }
+    throw new Error(`no running replica of the master on port ${master.port}`);
+  }
+
+  /**
+   * `CLUSTER FAILOVER` on `replica` (a manual failover: its master stops taking writes, the
+   * replica catches up and takes over), then waits until it is a master and the cluster is ok.
+   */
+  async failover(replica: RedisServer): Promise<void> {
+    const master = await this.masterOfReplica(replica);
+    await replica.command('CLUSTER', 'FAILOVER');
+    await this.#tookOver(replica, master);
+  }
+
+  /** Kills `master` (SIGKILL) and waits until its replica has taken over and the cluster is ok. */
+  async killMaster(master: RedisServer): Promise<RedisServer> {
+    const replica = await this.replicaOf(master);
+    await master.kill();
+    await this.#tookOver(replica, master);
+    return replica;
+  }
+
+  /** The master `replica` replicates. */
+  async masterOfReplica(replica: RedisServer): Promise<RedisServer> {
+    const port = Number((await replica.info('replication'))['master_port']);
+    const master = this.servers.find((server) => server.port === port);
+    if (master === undefined) throw new Error(`no master on port ${port}`);
+    return master;
+  }
+
+  /** Waits until `replica` is a master, every running node says so, and the cluster is ok. */
+  async #tookOver(replica: RedisServer, master: RedisServer): Promise<void> {
+    await pollUntil(async () => (await replica.role()) === 'master', 'the replica promoted');
+    const running = this.servers.filter((server) => server.running);
+    await pollUntil(async () => {
+      const views = await Promise.all(
+        running.map((node) => node.command('CLUSTER', 'SLOTS') as Promise<Reply[][]>),
+      );
+      return views.every((ranges) =>
+        ranges.every((range) => Number((range[2] as Reply[])[1]) !== master.port),
+      );
+    }, 'every node knowing the new master');
+    await waitForClusterOk(running);
+  }
+
   async stop(): Promise<void> {
     await Promise.all(this.servers.map((server) => server.stop()));
+  }
+}
+
+export interface SentinelFixtureOptions {
+  readonly masterName?: string;
+  /** Sentinels (default 3; quorum is a majority of them). */
+  readonly sentinels?: number;
+  /** How long the primary must not answer before a Sentinel takes it for down (default 500). */
+  readonly downAfterMs?: number;
+  /** Sentinel's failover timeout (default 2000). */
+  readonly failoverTimeoutMs?: number;
+}
+
+/**
+ * A primary, one replica and Sentinels watching them, all local redis-server processes: ioredis
+ * connects with `{ sentinels: fixture.sentinels, name: fixture.masterName }`.
+ */
+export class RedisSentinelFixture {
+  private constructor(
+    readonly masterName: string,
+    /** The data nodes: the first primary first. */
+    readonly servers: readonly RedisServer[],
+    readonly sentinelServers: readonly RedisServer[],
+  ) {}
+
+  /**
+   * Starts the primary, its replica (synced) and the Sentinels, and waits until every Sentinel
+   * knows the replica and the other Sentinels.
+   */
+  static async start(options: SentinelFixtureOptions = {}): Promise<RedisSentinelFixture> {
+    const masterName = options.masterName ?? 'herd';
+    const count = options.sentinels ?? 3;
+    const started: RedisServer[] = [];
+    try {
+      const primary = await RedisServer.start();
+      started.push(primary);
+      const replica = await RedisServer.start({ replicaOf: primary });
+      started.push(replica);
+      await pollUntil(() => isSyncedOrMaster(replica), 'the replica synced');
+      const sentinel: SentinelOptions = {
+        masterName,
+        master: { host: primary.host, port: primary.port },
+        quorum: Math.floor(count / 2) + 1,
+        downAfterMs: options.downAfterMs ?? 500,
+        failoverTimeoutMs: options.failoverTimeoutMs ?? 2_000,
+      };
+      const sentinels: RedisServer[] = [];
+      for (let i = 0; i < count; i++) {
+        const node = await RedisServer.start({ sentinel });
+        started.push(node);
+        sentinels.push(node);
+      }
+      const fixture = new RedisSentinelFixture(masterName, [primary, replica], sentinels);
+      await pollUntil(async () => {
+        const infos = await Promise.all(sentinels.map((node) => node.info('sentinel')));
+        return infos.every(
+          (info) =>
+            /status=ok,.*slaves=1,sentinels=\d+/.test(info['master0'] ?? '') &&
+            (info['master0'] ?? '').endsWith(`sentinels=${count}`),
+        );
+      }, 'every Sentinel knowing the replica and the other Sentinels');
+      return fixture;
+    } catch (error) {
+      await Promise.all(started.map((server) => server.kill()));
+      throw error;
+    }
+  }
+
+  /** Where ioredis finds the Sentinels. */
+  get sentinels(): RedisNodeAddress[] {
+    return this.sentinelServers.map((node) => ({ host: node.host, port: node.port }));
+  }
+
+  /** The data node every running Sentinel names as the primary now (throws if they disagree). */
+  async primary(): Promise<RedisServer> {
+    const named = await Promise.all(
+      this.sentinelServers
+        .filter((node) => node.running)
+        .map((node) => node.command('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', this.masterName)),
+    );
+    const ports = new Set(named.map((reply) => Number((reply as string[])[1])));
+    const server = this.servers.find((candidate) => ports.size === 1 && ports.has(candidate.port));
+    if (server === undefined)
+      throw new Error(`the Sentinels disagree on the primary: ${[...ports]}`);
+    return server;
+  }
+
+  /** The data node that is not `server`. */
+  other(server: RedisServer): RedisServer {
+    const found = this.servers.find((candidate) => candidate !== server);
+    if (found === undefined) throw new Error('no other data node');
+    return found;
+  }
+
+  /**
+   * Waits until every running Sentinel names `server` as the primary, `server` is a master, and
+   * the old primary, if it runs, replicates from it.
+   */
+  async promoted(server: RedisServer): Promise<void> {
+    await pollUntil(async () => {
+      const primary = await this.primary().catch(() => undefined);
+      if (primary !== server || (await server.role()) !== 'master') return false;
+      const old = this.other(server);
+      return !old.running || ((await isSyncedOrMaster(old)) && (await old.role()) === 'slave');
+    }, `the node on port ${server.port} promoted and known to every Sentinel`);
+  }
+
+  /**
+   * `SENTINEL FAILOVER`: the replica is promoted without the primary failing. The Sentinels demote
+   * the old primary only when they next poll it (every 10 s); this demotes it at once with the
+   * same `REPLICAOF`, as a managed Redis does, so its clients get READONLY meanwhile.
+   */
+  async failover(): Promise<RedisServer> {
+    const old = await this.primary();
+    const next = this.other(old);
+    await this.sentinelServers[0]!.command('SENTINEL', 'FAILOVER', this.masterName);
+    await pollUntil(async () => {
+      const named = await this.primary().catch(() => undefined);
+      return named === next && (await next.role()) === 'master';
+    }, `the node on port ${next.port} promoted`);
+    await old.command('REPLICAOF', next.host, String(next.port));
+    await this.promoted(next);
+    return next;
+  }
+
+  /** Kills the primary (SIGKILL); the Sentinels notice and promote the replica. */
+  async killPrimary(): Promise<RedisServer> {
+    const primary = await this.primary();
+    const next = this.other(primary);
+    await primary.kill();
+    await this.promoted(next);
+    return next;
   }
 }
 
@@ -422,16 +698,44 @@ function exitsWithin(running: RunningRedis, limitMs: number): Promise<boolean> {
   ]).finally(() => clearTimeout(timer));
 }
 
-function clusterArgs(dir: string): string[] {
+function clusterArgs(dir: string, nodeTimeoutMs = CLUSTER_NODE_TIMEOUT_MS): string[] {
   return [
     ...['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf')],
-    ...['--cluster-node-timeout', String(CLUSTER_NODE_TIMEOUT_MS)],
+    ...['--cluster-node-timeout', String(nodeTimeoutMs)],
   ];
 }
 
-function createCluster(cli: string, nodes: readonly RedisServer[]): Promise<void> {
+/**
+ * Writes a Sentinel's config file (once: a Sentinel rewrites it with what it learns, and keeps it
+ * across restarts) and returns its path.
+ */
+function sentinelConfig(dir: string, options: SentinelOptions): string {
+  const file = join(dir, 'sentinel.conf');
+  if (existsSync(file)) return file;
+  const { masterName, master } = options;
+  const lines = [
+    `sentinel monitor ${masterName} ${master.host} ${master.port} ${options.quorum}`,
+    `sentinel down-after-milliseconds ${masterName} ${options.downAfterMs}`,
+    `sentinel failover-timeout ${masterName} ${options.failoverTimeoutMs}`,
+    `sentinel parallel-syncs ${masterName} 1`,
+  ];
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  return file;
+}
+
+function splitField(field: string): [string, string] {
+  const at = field.indexOf('=');
+  return at < 0 ? [field, ''] : [field.slice(0, at), field.slice(at + 1)];
+}
+
+function createCluster(
+  cli: string,
+  nodes: readonly RedisServer[],
+  replicas: number,
+): Promise<void> {
   const addresses = nodes.map((node) => `${node.host}:${node.port}`);
-  const args = ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes'];
+  const args = ['--cluster', 'create', ...addresses];
+  args.push('--cluster-replicas', String(replicas), '--cluster-yes');
   return new Promise((resolve, reject) => {
     execFile(cli, args, { timeout: CLUSTER_READY_TIMEOUT_MS }, (error, stdout, stderr) => {
       if (error)
@@ -443,7 +747,8 @@ function createCluster(cli: string, nodes: readonly RedisServer[]): Promise<void
   });
 }
 
-async function waitForClusterOk(nodes: readonly RedisServer[]): Promise<void> {
+/** Waits for `cluster_state:ok` on every node, and (when given) for each to know `known` nodes. */
+async function waitForClusterOk(nodes: readonly RedisServer[], known?: number): Promise<void> {
   const giveUpAt = Date.now() + CLUSTER_READY_TIMEOUT_MS;
   for (;;) {
     const infos = await Promise.all(
@@ -452,7 +757,8 @@ async function waitForClusterOk(nodes: readonly RedisServer[]): Promise<void> {
     const ready = infos.every(
       (info) =>
         /^cluster_state:ok\r?$/m.test(String(info)) &&
-        new RegExp(`^cluster_known_nodes:${nodes.length}\\r?$`, 'm').test(String(info)),
+        (known === undefined ||
+          new RegExp(`^cluster_known_nodes:${known}\\r?$`, 'm').test(String(info))),
     );
     if (ready) return;
     if (Date.now() > giveUpAt) {
@@ -522,7 +828,7 @@ function bindAndRelease(port: number): Promise<number | undefined> {
 // A minimal RESP client for the helper's own commands, so they add nothing (no HELLO, no
 // CLIENT SETINFO, no ready-check INFO) to the command stats the tests read.
 
-type Reply = string | number | null;
+export type Reply = string | number | null | Reply[];
 
 async function answersPing(port: number): Promise<boolean> {
   try {
@@ -573,29 +879,90 @@ function encodeCommand(args: readonly string[]): string {
   return `*${args.length}\r\n${args.map((arg) => `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`).join('')}`;
 }
 
-/** Parses one non-array reply; undefined while incomplete. */
+/** Parses one reply (arrays included); undefined while incomplete. */
 function parseReply(buffer: Buffer): { value?: Reply; error?: Error } | undefined {
-  const headerEnd = buffer.indexOf('\r\n');
+  const parsed = parseAt(buffer, 0);
+  if (parsed === undefined) return undefined;
+  return parsed.error === undefined ? { value: parsed.value } : { error: parsed.error };
+}
+
+interface Parsed {
+  readonly value: Reply;
+  readonly error?: Error;
+  /** Where the next reply starts. */
+  readonly end: number;
+}
+
+function parseAt(buffer: Buffer, start: number): Parsed | undefined {
+  const headerEnd = buffer.indexOf('\r\n', start);
   if (headerEnd < 0) return undefined;
-  const header = buffer.toString('utf8', 1, headerEnd);
-  switch (String.fromCharCode(buffer[0]!)) {
+  const header = buffer.toString('utf8', start + 1, headerEnd);
+  const next = headerEnd + 2;
+  switch (String.fromCharCode(buffer[start]!)) {
     case '+':
-      return { value: header };
+      return { value: header, end: next };
     case '-':
-      return { error: new Error(header) };
+      return { value: null, error: new Error(header), end: next };
     case ':':
-      return { value: Number(header) };
+      return { value: Number(header), end: next };
     case '$': {
       const length = Number(header);
-      if (length < 0) return { value: null };
-      const start = headerEnd + 2;
-      if (buffer.length < start + length + 2) return undefined;
-      return { value: buffer.toString('utf8', start, start + length) };
+      if (length < 0) return { value: null, end: next };
+      if (buffer.length < next + length + 2) return undefined;
+      return { value: buffer.toString('utf8', next, next + length), end: next + length + 2 };
+    }
+    case '*': {
+      const count = Number(header);
+      if (count < 0) return { value: null, end: next };
+      const items: Reply[] = [];
+      let at = next;
+      for (let i = 0; i < count; i++) {
+        const item = parseAt(buffer, at);
+        if (item === undefined) return undefined;
+        items.push(item.value);
+        at = item.end;
+      }
+      return { value: items, end: at };
     }
     default:
       return {
-        error: new Error(`unsupported RESP reply: ${buffer.toString('utf8', 0, headerEnd)}`),
+        value: null,
+        error: new Error(`unsupported RESP reply: ${buffer.toString('utf8', start, headerEnd)}`),
+        end: next,
       };
+  }
+}
+
+/**
+ * A master, or a replica whose link to its master is up and synced, and which its master counts as
+ * online (it does so only from the replica's first ACK, up to a second after the sync: before that,
+ * WAIT does not count it).
+ */
+async function isSyncedOrMaster(server: RedisServer): Promise<boolean> {
+  const info = await server.info('replication').catch(() => ({}) as Record<string, string>);
+  if (info['role'] === 'master') return true;
+  if (info['master_link_status'] !== 'up' || info['master_sync_in_progress'] !== '0') return false;
+  const master = [...servers].find(
+    (candidate) => candidate.running && candidate.port === Number(info['master_port']),
+  );
+  if (master === undefined) return true;
+  const seen = await master.info('replication');
+  return Object.entries(seen).some(
+    ([field, value]) =>
+      /^slave\d+$/.test(field) && value.includes(`port=${server.port},state=online`),
+  );
+}
+
+/** Polls `condition` until it holds; fails after `limitMs` naming `what`. */
+async function pollUntil(
+  condition: () => Promise<boolean>,
+  what: string,
+  limitMs = CLUSTER_READY_TIMEOUT_MS,
+): Promise<void> {
+  const giveUpAt = Date.now() + limitMs;
+  while (!(await condition().catch(() => false))) {
+    if (Date.now() > giveUpAt) throw new Error(`timed out after ${limitMs} ms waiting for ${what}`);
+    await sleep(POLL_INTERVAL_MS * 2);
   }
 }
 

@@ -209,6 +209,17 @@ describe('FILL (KEYS value, lease, version; ARGV envelope, px ms, fence, token, 
     await expect(published()).resolves.toEqual([`r:${V}:${KEY_PART}`]);
   });
 
+  it('never writes over an envelope of a later format; releases its own lease with r:', async () => {
+    const later = envelope(V).replace('{"v":2,', '{"v":3,');
+    await client.set(keys.version, String(V));
+    await client.set(keys.value, later);
+    await client.set(keys.lease, 't1');
+    await expect(fill(envelope(V), 't1', V)).resolves.toBe(0);
+    await expect(client.get(keys.value)).resolves.toBe(later);
+    await expect(client.exists(keys.lease)).resolves.toBe(0);
+    await expect(published()).resolves.toEqual([`r:${V}:${KEY_PART}`]);
+  });
+
   it("writes nothing past the fence and leaves another's lease, silently", async () => {
     await client.set(keys.version, String(V + 1));
     await client.set(keys.lease, 'other');
@@ -308,6 +319,14 @@ describe('INVALIDATE (KEYS value, lease, version; ARGV mode, channel, key part)'
     expect(ttl).toBeLessThanOrEqual(60_000);
     await expect(client.exists(keys.lease)).resolves.toBe(0);
     await expect(published()).resolves.toEqual([`s:${V + 1}:${KEY_PART}`]);
+  });
+
+  it('deletes an envelope of a later format rather than rewrite its header, and broadcasts d:', async () => {
+    await client.set(keys.version, String(V));
+    await client.set(keys.value, envelope(V).replace('{"v":2,', '{"v":3,'));
+    await expect(invalidate('stale')).resolves.toEqual([1, String(V + 1)]);
+    await expect(client.exists(keys.value)).resolves.toBe(0);
+    await expect(published()).resolves.toEqual([`d:${V + 1}:${KEY_PART}`]);
   });
 
   it('advances the version of an absent key', async () => {

@@ -47,6 +47,14 @@ export class CircuitBreaker {
     this.#lastError = undefined;
   }
 
+  /**
+   * A reply that proves nothing either way (a read while the node refuses writes): the breaker
+   * stays as it is, and in half-open state the next call may probe.
+   */
+  inconclusive(): void {
+    this.#probing = false;
+  }
+
   failure(error: unknown): void {
     this.#lastError = error;
     this.#failures += 1;

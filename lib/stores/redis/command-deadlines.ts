@@ -28,17 +28,18 @@ export class CommandDeadlines {
   track(expire: () => void): PendingCommand {
     const pending: PendingCommand = { deadline: this.now() + this.timeoutMs, expire };
     this.#pending.add(pending);
-    if (this.#timer === undefined) {
-      this.#timer = setInterval(() => this.#sweep(), Math.max(5, Math.floor(this.timeoutMs / 4)));
-      // The connection keeps the process alive while a command is out; this timer must not.
-      this.#timer.unref();
-    }
+    this.#timer ??= setInterval(() => this.#sweep(), Math.max(5, Math.floor(this.timeoutMs / 4)));
+    // While a command is out the timer keeps the process alive: the connections herd-guard opens
+    // do not (see `letProcessExit`). Once none is out, neither does the timer.
+    this.#timer.ref();
     return pending;
   }
 
   /** The reply came: true when it is in time (the command was still pending). */
   settle(pending: PendingCommand): boolean {
-    return this.#pending.delete(pending);
+    const settled = this.#pending.delete(pending);
+    if (this.#pending.size === 0) this.#timer?.unref();
+    return settled;
   }
 
   /** Expires every pending command (on close). */

@@ -1,20 +1,33 @@
 import { StoreError } from '../../errors/store.error.js';
 import { CircuitBreaker } from './circuit-breaker.js';
 import { CommandDeadlines, type PendingCommand } from './command-deadlines.js';
-import { describeError, isReplyError } from './redis-connection.js';
+import { describeError, isCannotServe, isReplyError } from './redis-connection.js';
+
+/**
+ * Operations that only read, or that a replica serves too (PUBLISH): while the node refuses to
+ * serve, their success proves nothing about writes.
+ */
+const READ_ONLY_OPERATIONS: ReadonlySet<string> = new Set(['get', 'heartbeat', 'index-members']);
 
 /**
  * Every command of a Redis store passes here: refused at once while the store is closed or the
  * breaker is open, failed after `commandTimeoutMs` without a reply, and counted towards the
- * breaker.
- * While the breaker is not closed, `probe` runs once per cooldown, so the store recovers without
- * traffic.
+ * breaker. A reply error by which the node says it cannot serve (a replica now, loading, out of
+ * memory: see `isCannotServe`) counts as a failure, and until a write succeeds again the store
+ * says so (`refusedBy`): reads and heartbeats a replica still answers do not close the breaker.
+ * While the breaker is not closed or the node refuses, `probe` (a write) runs once per cooldown, so
+ * the store recovers without traffic.
  */
 export class CommandGate {
   readonly #breaker: CircuitBreaker;
   readonly #deadlines: CommandDeadlines;
+  /** Commands of {@link READ_ONLY_OPERATIONS} still out. */
+  readonly #reads = new WeakSet<PendingCommand>();
+  readonly #cooldownMs: number;
   #probing: NodeJS.Timeout | undefined;
   #closed = false;
+  /** The last "cannot serve" reply, until a write succeeds. */
+  #refusedBy: Error | undefined;
 
   constructor(
     readonly timeoutMs: number,
@@ -23,11 +36,17 @@ export class CommandGate {
     private readonly probe: () => Promise<unknown>,
   ) {
     this.#deadlines = new CommandDeadlines(timeoutMs);
-    this.#breaker = new CircuitBreaker(threshold, cooldownMs, () => this.#startProbing(cooldownMs));
+    this.#breaker = new CircuitBreaker(threshold, cooldownMs, () => this.#startProbing());
+    this.#cooldownMs = cooldownMs;
   }
 
   get breaker(): CircuitBreaker {
     return this.#breaker;
+  }
+
+  /** The reply by which Redis last said it cannot serve, until a write succeeds since. */
+  get refusedBy(): Error | undefined {
+    return this.#refusedBy;
   }
 
   /**
@@ -73,7 +92,7 @@ export class CommandGate {
     key: string | undefined,
     expire: (error: StoreError) => void,
   ): PendingCommand {
-    return this.#deadlines.track(() => {
+    const pending = this.#deadlines.track(() => {
       const error = new StoreError(
         operation,
         `no reply within ${this.timeoutMs} ms (redis.commandTimeout)`,
@@ -82,19 +101,28 @@ export class CommandGate {
       this.#breaker.failure(error);
       expire(error);
     });
+    if (READ_ONLY_OPERATIONS.has(operation)) this.#reads.add(pending);
+    return pending;
   }
 
   /** The reply came: true when in time (then it counts as a success). */
   settled(pending: PendingCommand): boolean {
     if (!this.#deadlines.settle(pending)) return false;
-    this.#breaker.success();
+    this.#succeeded(pending);
     return true;
   }
 
-  /** The command failed: true when in time (a reply error means Redis answered, so it is alive). */
+  /**
+   * The command failed: true when in time. A reply error means Redis answered, so it is alive,
+   * unless the reply says it cannot serve.
+   */
   failed(pending: PendingCommand, error: unknown): boolean {
     if (!this.#deadlines.settle(pending)) return false;
-    if (isReplyError(error)) this.#breaker.success();
+    if (isCannotServe(error)) {
+      this.#refusedBy = error as Error;
+      this.#breaker.failure(error);
+      this.#startProbing();
+    } else if (isReplyError(error)) this.#succeeded(pending);
     else this.#breaker.failure(error);
     return true;
   }
@@ -112,12 +140,21 @@ export class CommandGate {
     this.#deadlines.expireAll();
   }
 
-  #startProbing(cooldownMs: number): void {
+  /** A reply in time: the node serves, unless only a read succeeded while it refused writes. */
+  #succeeded(pending: PendingCommand): void {
+    if (this.#refusedBy !== undefined && this.#reads.has(pending))
+      return this.#breaker.inconclusive();
+    this.#refusedBy = undefined;
+    this.#breaker.success();
+  }
+
+  #startProbing(): void {
     if (this.#probing !== undefined || this.#closed) return;
     this.#probing = setInterval(() => {
-      if (this.#breaker.state === 'closed') return this.#stopProbing();
+      if (this.#breaker.state === 'closed' && this.#refusedBy === undefined)
+        return this.#stopProbing();
       this.run('probe', undefined, this.probe).catch(() => undefined);
-    }, cooldownMs);
+    }, this.#cooldownMs);
     this.#probing.unref();
   }
 

@@ -17,6 +17,22 @@ export interface FillMessage {
 }
 
 /**
+ * The format of the messages this release publishes. It carries no marker: the previous release
+ * reads exactly these messages (and ignores anything else), so they stay as they are while it may
+ * run beside this one. A later format starts with a marker, `@<format>:`, followed by the key's
+ * version and key part as here (`<version>:<key length>\n<key>`); a later release keeps that much,
+ * so this one can act on what it cannot read (see {@link decodeLaterFormat}).
+ */
+export const MESSAGE_FORMAT_VERSION = 1;
+
+/** What this release makes of a message of a later format. */
+export interface LaterFormatMessage {
+  readonly format: number;
+  /** The key it concerns and its version after the change, when the message says so readably. */
+  readonly change: { readonly key: string; readonly version: number } | undefined;
+}
+
+/**
  * `fill`: a load stored its value; `write`: `set()`; `stale`/`delete`: an invalidation; `release`:
  * a lease let go without a value.
  */
@@ -55,17 +71,48 @@ export function encodeFillMessage(
 export function decodeFillMessage(message: string): FillMessage | undefined {
   const kind = KIND_CODES[message.charAt(0)];
   if (kind === undefined || message.charAt(1) !== ':') return undefined;
-  const versionEnd = message.indexOf(':', 2);
+  const change = decodeChange(message, 2);
+  if (change === undefined) return undefined;
+  const rest = message.slice(change.end);
+  return {
+    kind,
+    key: change.key,
+    version: change.version,
+    envelope: rest === '' ? undefined : rest,
+  };
+}
+
+/**
+ * Parses the marker of a message of a later format (`@<format>:`) and, when it follows, the change
+ * it announces; `undefined` for a message that is not of a later format.
+ */
+export function decodeLaterFormat(message: string): LaterFormatMessage | undefined {
+  const marker = /^@(\d{1,9}):/.exec(message);
+  if (marker === null) return undefined;
+  const format = Number(marker[1]);
+  if (format <= MESSAGE_FORMAT_VERSION) return undefined;
+  const change = decodeChange(message, marker[0].length);
+  return {
+    format,
+    change: change === undefined ? undefined : { key: change.key, version: change.version },
+  };
+}
+
+/** `<version>:<key length>\n<key>` from `start`, and where the rest of the message begins. */
+function decodeChange(
+  message: string,
+  start: number,
+): { readonly key: string; readonly version: number; readonly end: number } | undefined {
+  const versionEnd = message.indexOf(':', start);
   if (versionEnd < 0) return undefined;
-  const version = Number(message.slice(2, versionEnd));
-  if (!Number.isSafeInteger(version) || version < 0 || versionEnd === 2) return undefined;
+  const version = Number(message.slice(start, versionEnd));
+  if (!Number.isSafeInteger(version) || version < 0 || versionEnd === start) return undefined;
   const newline = message.indexOf('\n', versionEnd + 1);
   if (newline <= versionEnd + 1) return undefined;
   const lengthText = message.slice(versionEnd + 1, newline);
   const length = Number(lengthText);
   if (!/^\d+$/.test(lengthText) || length < 1 || newline + 1 + length > message.length)
     return undefined;
-  const key = message.slice(newline + 1, newline + 1 + length);
-  const rest = message.slice(newline + 1 + length);
-  return { kind, key, version, envelope: rest === '' ? undefined : rest };
+  const end = newline + 1 + length;
+  return { key: message.slice(newline + 1, end), version, end };
 }

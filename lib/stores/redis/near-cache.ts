@@ -1,5 +1,11 @@
 import { LRUCache } from 'lru-cache';
-import { type Entry, decodeEntry, lifetimeLeftMs, markedStale } from '../../core/entry.js';
+import {
+  type Entry,
+  decodeEntry,
+  isLaterFormat,
+  lifetimeLeftMs,
+  markedStale,
+} from '../../core/entry.js';
 import {
   CORRUPT_ENTRY,
   type InvalidationMode,
@@ -150,17 +156,12 @@ export class NearCache {
    * later (as stale, or while Redis is away).
    */
   decode(key: string, raw: string | null, since?: number, version?: number): StoreRead {
-    if (raw === null) {
-      const copy = this.#copies.get(key);
-      if (copy !== undefined && version !== undefined && copy.snapshot.entry.version <= version) {
-        this.#copies.delete(key);
-      }
-      return undefined;
-    }
+    if (raw === null) return this.#absent(key, version);
     const copy = this.#copies.get(key);
     if (copy !== undefined && copy.raw === raw) return copy.snapshot.entry;
     const entry = decodeEntry(raw);
-    if (entry === undefined) return CORRUPT_ENTRY;
+    // A later release's envelope: absent here (a miss), and it replaced what a copy holds.
+    if (entry === undefined) return isLaterFormat(raw) ? this.#absent(key, version) : CORRUPT_ENTRY;
     this.keep(key, entry, raw, since === undefined ? {} : { since });
     return entry;
   }
@@ -236,6 +237,15 @@ export class NearCache {
     this.#copies.clear();
     this.#sequence += 1;
     this.#trustedFrom = this.#sequence;
+  }
+
+  /** `key` holds nothing this release reads at `version`: a copy of that version or older goes. */
+  #absent(key: string, version: number | undefined): undefined {
+    const copy = this.#copies.get(key);
+    if (copy !== undefined && version !== undefined && copy.snapshot.entry.version <= version) {
+      this.#copies.delete(key);
+    }
+    return undefined;
   }
 
   #announcedVersion(key: string): number {

@@ -2,8 +2,8 @@ import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { parseDuration } from '../../core/duration.js';
 import { ConfigurationError } from '../../errors/configuration.error.js';
 import { StoreError } from '../../errors/store.error.js';
-import type { RedisStoreOptions } from './redis-store.options.js';
-import { isValidNamespace } from './redis-keys.js';
+import { EVICTION_POLICIES, type RedisStoreOptions } from './redis-store.options.js';
+import { type KeySpace, isValidNamespace } from './redis-keys.js';
 import {
   ACQUIRE_LEASE,
   ADD_TO_INDEX,
@@ -21,7 +21,7 @@ import {
  * The scripts registered on the client by `defineCommand`, typed locally (no global augmentation).
  * Each takes the KEYS and ARGV its script's `args` lays out, and answers what the script returns.
  */
-interface HerdGuardCommands {
+export interface HerdGuardCommands {
   herdGuardAcquire(
     ...args: ScriptArgs<typeof ACQUIRE_LEASE>
   ): Promise<[number, string, string | null, number]>;
@@ -47,22 +47,66 @@ const CONNECTION_DEFAULTS: RedisOptions = {
   // After a lost connection ioredis arms this timer on close and may never clear it: keep it short.
   disconnectTimeout: 200,
   retryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2_000),
+  reconnectOnError: (error: Error) => (isTalkingToReplica(error) ? 1 : false),
 };
+
+/**
+ * Reply errors by which a node says it cannot serve (not that a command was wrong): it is a replica
+ * now (READONLY, MASTERDOWN), loading its data (LOADING), stuck in a script (BUSY), out of memory
+ * under `noeviction` (OOM), refusing writes it cannot persist or replicate (MISCONF, NOREPLICAS),
+ * not authenticated any more (NOAUTH), or its Cluster cannot serve the slot (CLUSTERDOWN). Not
+ * TRYAGAIN: ioredis retries it, and it concerns one multi-key command during resharding.
+ */
+const CANNOT_SERVE =
+  /^(READONLY|MASTERDOWN|LOADING|BUSY|OOM|MISCONF|NOREPLICAS|NOAUTH|CLUSTERDOWN) /;
+
+/** A reply error meaning the node cannot serve now: a store failure, not an answer. */
+export function isCannotServe(error: unknown): boolean {
+  return isReplyError(error) && CANNOT_SERVE.test((error as Error).message);
+}
+
+/**
+ * The node is a replica now (a failover demoted it): reconnecting reaches the new primary when the
+ * address follows it (Sentinel asks the Sentinels again; a DNS name or virtual IP moved).
+ */
+function isTalkingToReplica(error: Error): boolean {
+  return /^(READONLY|MASTERDOWN) /.test(error.message);
+}
 
 export function connect(options: RedisStoreOptions): Redis | Cluster {
   if (options.cluster !== undefined) {
     const nodes = options.cluster.nodes.map((node) =>
       typeof node === 'string' ? node : { host: node.host, port: node.port },
     );
-    return new Cluster(nodes, {
-      enableOfflineQueue: false,
-      clusterRetryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2_000),
-      ...options.cluster.options,
-      redisOptions: { ...CONNECTION_DEFAULTS, ...options.cluster.options?.redisOptions },
-    });
+    return letProcessExit(
+      new Cluster(nodes, {
+        enableOfflineQueue: false,
+        clusterRetryStrategy: (attempt: number) => Math.min(50 * 2 ** attempt, 2_000),
+        ...options.cluster.options,
+        redisOptions: { ...CONNECTION_DEFAULTS, ...options.cluster.options?.redisOptions },
+      }),
+    );
   }
   const settings = { ...CONNECTION_DEFAULTS, ...options.redisOptions };
-  return options.url === undefined ? new Redis(settings) : new Redis(options.url, settings);
+  return letProcessExit(
+    options.url === undefined ? new Redis(settings) : new Redis(options.url, settings),
+  );
+}
+
+/**
+ * A connection herd-guard opens never keeps the process alive by itself (its socket is unref'd
+ * once connected): when an app's bootstrap fails after the store connected, Nest calls no shutdown
+ * hook, and the process must still be able to exit. A command out keeps it alive meanwhile (see
+ * CommandDeadlines). On a Cluster, the nodes' connections; not the one ioredis keeps for SUBSCRIBE
+ * (it has no public handle).
+ */
+export function letProcessExit<T extends Redis | Cluster>(connection: T): T {
+  const unref = (node: Redis): void => {
+    node.on('connect', () => node.stream?.unref?.());
+  };
+  if (connection instanceof Cluster) connection.on('+node', unref);
+  else unref(connection);
+  return connection;
 }
 
 export function defineCommands(client: Redis | Cluster): Client {
@@ -79,24 +123,36 @@ export function defineCommands(client: Redis | Cluster): Client {
   return client as Client;
 }
 
+/** The database and key prefix a client's commands go to (a Cluster has only database 0). */
+export function keySpaceOf(client: Redis | Cluster): KeySpace {
+  const keyPrefix = client.options.keyPrefix ?? '';
+  if (client instanceof Cluster) return { db: 0, keyPrefix };
+  return { db: client.options.db ?? 0, keyPrefix };
+}
+
 /**
  * A dedicated connection for SUBSCRIBE; unlike command connections it may queue until connected.
  */
 export function subscriberFor(client: Redis | Cluster): Redis | Cluster {
-  if (client instanceof Cluster) return client.duplicate(undefined, { enableOfflineQueue: true });
-  return client.duplicate({ enableOfflineQueue: true, disconnectTimeout: 200 });
+  if (client instanceof Cluster)
+    return letProcessExit(client.duplicate(undefined, { enableOfflineQueue: true }));
+  return letProcessExit(client.duplicate({ enableOfflineQueue: true, disconnectTimeout: 200 }));
 }
 
 export async function closeConnection(connection: Redis | Cluster): Promise<void> {
   if (connection.status === 'end') return;
+  // Keeps the process alive until QUIT is answered (the socket does not: see letProcessExit).
+  let timer: NodeJS.Timeout | undefined;
   try {
     if (connection.status !== 'ready') throw new Error('not connected');
     await Promise.race([
       connection.quit(),
-      new Promise((_, reject) => setTimeout(reject, 1_000).unref()),
+      new Promise((_, reject) => (timer = setTimeout(reject, 1_000))),
     ]);
   } catch {
     connection.disconnect();
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -127,6 +183,13 @@ export function validateStoreOptions(options: RedisStoreOptions): void {
       `expected redis://host:port or rediss://host:port, received ${JSON.stringify(options.url)}`,
     );
   }
+  const replicas = options.waitForReplicas;
+  if (replicas !== undefined && (!Number.isInteger(replicas) || replicas < 0)) {
+    throw new ConfigurationError(
+      'redis.waitForReplicas',
+      `expected a whole number of replicas (0 for none), received ${replicas}`,
+    );
+  }
   const threshold = options.breakerThreshold;
   if (threshold !== undefined && (!Number.isInteger(threshold) || threshold < 1)) {
     throw new ConfigurationError(
@@ -135,6 +198,13 @@ export function validateStoreOptions(options: RedisStoreOptions): void {
     );
   }
   validateNearCache(options.nearCache);
+  const policy: unknown = options.evictionPolicy;
+  if (policy !== undefined && !(EVICTION_POLICIES as readonly unknown[]).includes(policy)) {
+    throw new ConfigurationError(
+      'redis.evictionPolicy',
+      `expected one of ${EVICTION_POLICIES.join(', ')}, received ${JSON.stringify(policy)}`,
+    );
+  }
   if (
     options.commandTimeout !== undefined &&
     parseDuration(options.commandTimeout, 'redis.commandTimeout') <= 0

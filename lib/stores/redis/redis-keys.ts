@@ -21,16 +21,37 @@ export interface RedisKeyLayout {
   readonly version: string;
 }
 
+/** Where a store's keys live besides its namespace: its client's database and key prefix. */
+export interface KeySpace {
+  /** The database the client selected (always 0 on Redis Cluster). Default 0. */
+  readonly db?: number;
+  /** ioredis's `keyPrefix`, which ioredis puts before every key but not before channels. */
+  readonly keyPrefix?: string;
+}
+
 /**
  * Maps cache keys to Redis keys: `ns:{key}:v` (envelope), `ns:{key}:l` (lease), `ns:{key}:n`
  * (version), `ns:d:{key}` (keys derived from it) and `ns:t:{tag}` (keys stored with a tag). Any
  * string works: odd or long keys are replaced by a SHA-256 digest.
  */
 export class RedisKeys {
+  /**
+   * The notification channel of this key space: Redis pub/sub ignores the database, and ioredis
+   * does not prefix channels, so both are named in it. On database 0 without a prefix it is
+   * `ns:fill`, the channel of the previous release (pods of both hear each other during a rolling
+   * deploy).
+   */
   readonly channel: string;
+  /** The key the circuit breaker's probe writes (a write: a replica answers reads too). */
+  readonly probe: string;
 
-  constructor(readonly namespace: string) {
-    this.channel = `${namespace}:fill`;
+  constructor(
+    readonly namespace: string,
+    space: KeySpace = {},
+  ) {
+    const db = space.db ?? 0;
+    this.channel = `${space.keyPrefix ?? ''}${namespace}:fill${db === 0 ? '' : `:db${db}`}`;
+    this.probe = `${namespace}:probe`;
   }
 
   for(key: string): RedisKeyLayout {

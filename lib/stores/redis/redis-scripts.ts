@@ -1,3 +1,4 @@
+import { ENTRY_FORMAT_VERSION } from '../../core/entry.js';
 import type { AcquireOptions, InvalidationMode } from '../../core/herd-store.interface.js';
 import { MAX_BROADCAST_ENVELOPE, keyPart } from './fill-message.js';
 import type { RedisKeyLayout } from './redis-keys.js';
@@ -105,6 +106,26 @@ local function withHeader(envelope, version, invalidated)
 end
 `;
 
+/**
+ * `isLaterFormat(key)`: whether the string at `key` is an envelope of a format later than this
+ * release writes (`{"v":<format>,` with a greater format: a newer release wrote it during a rolling
+ * deploy). Reads only its first bytes. Such an envelope is never replaced by a load here, and an
+ * invalidation here deletes it rather than rewrite a header it does not know. Mirrors
+ * `isLaterFormat` in lib/core/entry.ts.
+ */
+const LATER_FORMAT = `
+local WRITER_FORMAT = ${ENTRY_FORMAT_VERSION}
+
+local function isLaterFormat(key)
+  local head = redis.pcall('GETRANGE', key, 0, 15)
+  if type(head) ~= 'string' then
+    return false
+  end
+  local format = tonumber(string.match(head, '^{"v":(%d+),'))
+  return format ~= nil and format > WRITER_FORMAT
+end
+`;
+
 export interface AcquireCall {
   readonly layout: RedisKeyLayout;
   readonly token: string;
@@ -180,8 +201,8 @@ export interface FillCall {
  * Writes the envelope only if the key is still at the fence's version (no invalidation, no other
  * grant since the load began), or if the only change since is the lease taken over as stuck from
  * this fence and still held (token `s.<fence>.`: the slow holder's value is as good, and earlier):
- * then under the current version. Releases the lease if the token still holds it, and notifies
- * (with the envelope when written). Returns 1 if written.
+ * then under the current version; and never over an envelope of a later format. Releases the lease
+ * if the token still holds it, and notifies (with the envelope when written). Returns 1 if written.
  */
 export const FILL = {
   numberOfKeys: 3,
@@ -198,7 +219,7 @@ export const FILL = {
       keyPart(target.key),
       MAX_BROADCAST_ENVELOPE,
     ] as const,
-  lua: `${NOTIFY}${ENVELOPE_HEADER}
+  lua: `${NOTIFY}${ENVELOPE_HEADER}${LATER_FORMAT}
 local valueKey, leaseKey, versionKey = KEYS[1], KEYS[2], KEYS[3]
 local envelope, ttlMs, fence, token = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local channel, keyPart, maxBroadcast = ARGV[5], ARGV[6], tonumber(ARGV[7])
@@ -206,7 +227,9 @@ local channel, keyPart, maxBroadcast = ARGV[5], ARGV[6], tonumber(ARGV[7])
 local version = redis.pcall('GET', versionKey)
 local lease = redis.pcall('GET', leaseKey)
 local stored = nil
-if tonumber(version) == tonumber(fence) then
+if isLaterFormat(valueKey) then
+  stored = nil
+elseif tonumber(version) == tonumber(fence) then
   stored = envelope
 elseif type(lease) == 'string' and type(version) == 'string' then
   -- Taken over as stuck from this fence (the token RedisStore.acquireLease builds) and still held.
@@ -282,7 +305,8 @@ export interface InvalidateCall {
 /**
  * Advances the version (also for an absent key, so running loads are fenced), revokes any lease,
  * then marks the envelope stale (rewriting only its header: version and invalidated flag, keeping
- * its TTL) or deletes it, and notifies. Returns {existed, version}.
+ * its TTL) or deletes it, and notifies. An envelope of a later format is deleted either way: its
+ * header is not this release's to rewrite. Returns {existed, version}.
  */
 export const INVALIDATE = {
   numberOfKeys: 3,
@@ -295,14 +319,14 @@ export const INVALIDATE = {
       target.channel,
       keyPart(target.key),
     ] as const,
-  lua: `${BUMP}${NOTIFY}${ENVELOPE_HEADER}
+  lua: `${BUMP}${NOTIFY}${ENVELOPE_HEADER}${LATER_FORMAT}
 local valueKey, leaseKey, versionKey = KEYS[1], KEYS[2], KEYS[3]
 -- mode: 'stale' or 'delete'.
 local mode, channel, keyPart = ARGV[1], ARGV[2], ARGV[3]
 
 local version = bump(versionKey)
 redis.call('DEL', leaseKey)
-if mode == 'delete' then
+if mode == 'delete' or isLaterFormat(valueKey) then
   local existed = redis.call('DEL', valueKey)
   notify(channel, 'd', version, keyPart)
   return {existed, version}

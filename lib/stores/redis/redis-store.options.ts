@@ -1,6 +1,20 @@
 import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import type { NearCacheOptions } from './near-cache.js';
 
+/** Redis's `maxmemory-policy` values. */
+export const EVICTION_POLICIES = [
+  'noeviction',
+  'allkeys-lru',
+  'allkeys-lfu',
+  'allkeys-random',
+  'volatile-lru',
+  'volatile-lfu',
+  'volatile-random',
+  'volatile-ttl',
+] as const;
+
+export type EvictionPolicy = (typeof EVICTION_POLICIES)[number];
+
 /**
  * How to reach Redis: a URL, ioredis options, or a client you own (a `Redis` or a `Cluster`). A
  * client you pass in is never closed by herd-guard; connections herd-guard opens are closed on
@@ -36,4 +50,18 @@ export interface RedisStoreOptions {
    * fallback). Default `true`: `{ maxEntries: 10_000, maxBytes: 64 MiB }`.
    */
   readonly nearCache?: boolean | NearCacheOptions;
+  /**
+   * The server's `maxmemory-policy`, for a Redis that does not let this user run `CONFIG GET`
+   * (ACLs, managed services). herd-guard reads it itself otherwise, and warns (log, health) when
+   * Redis may evict the indexes invalidation depends on: anything but `noeviction` with
+   * `maxmemory` set.
+   */
+  readonly evictionPolicy?: EvictionPolicy;
+  /**
+   * Replicas that must confirm (Redis `WAIT`) each `set()`, `expire()`/`delete()` and index entry
+   * before it is acknowledged, so that a failover to one of them does not lose it; fewer within
+   * half of `commandTimeout` fails the call. Default 0: acknowledged by the primary alone (Redis
+   * replicates asynchronously; the last writes before a failover may be lost). See docs/redis.md.
+   */
+  readonly waitForReplicas?: number;
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { Command } from 'ioredis';
+import { Cluster, Command } from 'ioredis';
+import { ClusterNodeErrors } from './cluster-node-errors.js';
 import { parseTimerDuration } from '../../core/duration.js';
 import { type Entry, encodeEntry, lifetimeLeftMs, withVersion } from '../../core/entry.js';
 import { SerializationError } from '../../errors/serialization.error.js';
@@ -19,7 +20,8 @@ import {
   type StoreSnapshot,
 } from '../../core/herd-store.interface.js';
 import { CommandGate } from './command-gate.js';
-import { decodeFillMessage } from './fill-message.js';
+import { EvictionPolicyCheck } from './eviction-policy.js';
+import { decodeFillMessage, decodeLaterFormat } from './fill-message.js';
 import { HEARTBEAT_INTERVAL_MS, Heartbeat } from './heartbeat.js';
 import { NotificationSubscriber } from './notification-subscriber.js';
 import {
@@ -29,9 +31,11 @@ import {
   defineCommands,
   describeError,
   isWrongType,
+  keySpaceOf,
   validateStoreOptions,
 } from './redis-connection.js';
 import { RedisKeys } from './redis-keys.js';
+import { ReplicaAcks } from './replica-acks.js';
 import {
   ACQUIRE_LEASE,
   ADD_TO_INDEX,
@@ -53,6 +57,9 @@ export { HEARTBEAT_INTERVAL_MS } from './heartbeat.js';
  * a copy of the key, if one is held, answers it as stale.
  */
 export const STALE_COPY_PATIENCE_MS = 10;
+
+/** How long the key the breaker's probe writes lives. */
+const PROBE_KEY_TTL_MS = 10_000;
 
 /**
  * The store for many processes: envelopes, versions, leases and notifications in Redis (standalone
@@ -85,6 +92,12 @@ export class RedisStore implements HerdStore {
   readonly #heartbeat: Heartbeat;
   /** Reads asked of this store, and how many a near-cache copy answered (for the hit ratio). */
   readonly #nearCounts = { reads: 0, hits: 0 };
+  /** Whether Redis may evict the indexes invalidation depends on. */
+  readonly #eviction: EvictionPolicyCheck;
+  /** Sends the writes invalidation depends on, and waits for replicas to confirm them. */
+  readonly #acks: ReplicaAcks;
+  /** On a Cluster: masters whose connection keeps failing (health). */
+  readonly #nodeErrors: ClusterNodeErrors | undefined;
   /**
    * Per key, the MGET out and the one the readers that came since wait for (see {@link #readOf}).
    */
@@ -93,21 +106,34 @@ export class RedisStore implements HerdStore {
 
   constructor(options: RedisStoreOptions = {}) {
     validateStoreOptions(options);
-    this.keys = new RedisKeys(options.namespace ?? 'hg');
     const commandTimeoutMs = parseTimerDuration(
       options.commandTimeout ?? '500ms',
       'redis.commandTimeout',
     );
     this.#firstLeaseMs = 2 * commandTimeoutMs;
     const cooldownMs = parseTimerDuration(options.breakerCooldown ?? '2s', 'redis.breakerCooldown');
+    // The probe writes: a replica, a node out of memory or loading answers PING but refuses it.
     this.#gate = new CommandGate(commandTimeoutMs, options.breakerThreshold ?? 5, cooldownMs, () =>
-      this.#client.ping(),
+      this.#client.set(this.keys.probe, '1', 'PX', PROBE_KEY_TTL_MS),
     );
     const near = options.nearCache ?? true;
     this.#nearHits = near !== false;
     this.#near = new NearCache(typeof near === 'object' ? near : NEAR_CACHE_DEFAULTS);
     this.#ownsClient = options.client === undefined;
     this.#client = defineCommands(options.client ?? connect(options));
+    this.keys = new RedisKeys(options.namespace ?? 'hg', keySpaceOf(this.#client));
+    this.#nodeErrors =
+      this.#client instanceof Cluster ? new ClusterNodeErrors(this.#client, cooldownMs) : undefined;
+    this.#acks = new ReplicaAcks(
+      this.#client,
+      options.waitForReplicas ?? 0,
+      Math.max(1, Math.floor(commandTimeoutMs / 2)),
+    );
+    this.#eviction = new EvictionPolicyCheck(
+      this.#client,
+      commandTimeoutMs,
+      options.evictionPolicy,
+    );
     if (this.#ownsClient) this.#client.on('error', () => undefined);
     this.#subscriber = new NotificationSubscriber(
       this.#client,
@@ -148,8 +174,9 @@ export class RedisStore implements HerdStore {
   }
 
   /**
-   * Resolves when the command connection is ready and notifications are subscribed, or after
-   * `timeoutMs` with `false`. It never rejects: a store may start degraded and recover later.
+   * Resolves when the command connection is ready, notifications are subscribed and the eviction
+   * policy was checked, or after `timeoutMs` with `false`. It never rejects: a store may start
+   * degraded and recover later.
    */
   async ready(timeoutMs = 2_000): Promise<boolean> {
     let timer: NodeJS.Timeout | undefined;
@@ -161,7 +188,11 @@ export class RedisStore implements HerdStore {
       this.#client.once('ready', () => resolve());
     });
     try {
-      const both = Promise.all([connected, this.#subscriber.whenSubscribed()]).then(() => true);
+      const both = Promise.all([
+        connected,
+        this.#subscriber.whenSubscribed(),
+        this.#eviction.whenChecked(),
+      ]).then(() => true);
       return await Promise.race([both, timedOut]);
     } finally {
       clearTimeout(timer);
@@ -292,10 +323,12 @@ export class RedisStore implements HerdStore {
     const envelope = this.#encode(key, entry);
     const call = { target: this.#target(key), envelope, ttlMs: lifetimeLeftMs(entry) };
     const since = this.#near.mark();
-    const version = Number(
-      await this.#gate.run('set', key, () => this.#client.herdGuardSet(...SET_VALUE.args(call))),
+    const written = await this.#gate.run('set', key, () =>
+      this.#acks.send('herdGuardSet', SET_VALUE.args(call)),
     );
+    const version = Number(written.result);
     this.#changed(key);
+    this.#acks.check('set', key, written.replicas);
     this.#near.announce(key, version);
     this.#near.keep(key, withVersion(entry, version), envelope, { raw: false, since });
     return version;
@@ -306,21 +339,23 @@ export class RedisStore implements HerdStore {
    */
   async invalidate(key: string, mode: InvalidationMode): Promise<InvalidationResult> {
     const call = { target: this.#target(key), mode };
-    const [existed, version] = await this.#gate.run(
-      mode === 'delete' ? 'delete' : 'mark-stale',
-      key,
-      () => this.#client.herdGuardInvalidate(...INVALIDATE.args(call)),
+    const operation = mode === 'delete' ? 'delete' : 'mark-stale';
+    const written = await this.#gate.run(operation, key, () =>
+      this.#acks.send('herdGuardInvalidate', INVALIDATE.args(call)),
     );
+    const [existed, version] = written.result;
     this.#changed(key);
     this.#near.invalidated(key, mode, Number(version));
+    this.#acks.check(operation, key, written.replicas);
     return { existed: existed === 1, version: Number(version) };
   }
 
   async addToIndex(index: KeyIndex, key: string, ttlMs: number): Promise<void> {
     const call = { index: this.#indexKey(index), member: key, ttlMs };
-    await this.#gate.run('index', key, () =>
-      this.#client.herdGuardIndex(...ADD_TO_INDEX.args(call)),
+    const written = await this.#gate.run('index', key, () =>
+      this.#acks.send('herdGuardIndex', ADD_TO_INDEX.args(call)),
     );
+    this.#acks.check('index', key, written.replicas);
   }
 
   async indexMembers(index: KeyIndex): Promise<string[]> {
@@ -394,9 +429,25 @@ export class RedisStore implements HerdStore {
     return this.#signals.watch(key);
   }
 
+  /** See {@link HerdStore.onWarning}: here, an eviction policy that can evict indexes. */
+  onWarning(listener: (warning: string) => void): () => void {
+    return this.#eviction.onWarning(listener);
+  }
+
   health(): StoreHealth {
+    const health = this.#health();
+    const warnings = this.#eviction.warnings;
+    return warnings.length === 0 ? health : { ...health, warnings };
+  }
+
+  #health(): StoreHealth {
     const breaker = this.#gate.breaker.state;
     if (this.#closed) return { status: 'down', breaker, reason: 'closed' };
+    // The node said why it cannot serve (a replica now, out of memory): the root cause of what
+    // follows (the reconnect to find the primary, the open breaker).
+    const refusedBy = this.#gate.refusedBy;
+    if (refusedBy !== undefined)
+      return { status: 'degraded', breaker, reason: `Redis refuses writes: ${refusedBy.message}` };
     if (breaker !== 'closed')
       return {
         status: 'degraded',
@@ -405,6 +456,8 @@ export class RedisStore implements HerdStore {
       };
     if (this.#client.status !== 'ready')
       return { status: 'degraded', breaker, reason: `connection ${this.#client.status}` };
+    const unreachable = this.#nodeErrors?.reason();
+    if (unreachable !== undefined) return { status: 'degraded', breaker, reason: unreachable };
     if (!this.#subscriber.subscribed)
       return { status: 'degraded', breaker, reason: 'notifications not subscribed' };
     if (!this.#heartbeat.inTime())
@@ -482,7 +535,7 @@ export class RedisStore implements HerdStore {
   #onMessage(message: string): void {
     if (this.#heartbeat.heard(message)) return;
     const notice = decodeFillMessage(message);
-    if (notice === undefined) return;
+    if (notice === undefined) return this.#onLaterFormat(message);
     const { key, envelope, kind, version } = notice;
     this.#reads.delete(key);
     if (kind === 'stale' || kind === 'delete') this.#near.invalidated(key, kind, version);
@@ -491,9 +544,31 @@ export class RedisStore implements HerdStore {
       if (envelope === undefined || !wanted) this.#near.replaced(key, version);
       else {
         this.#near.announce(key, version);
-        this.#near.decode(key, envelope);
+        const entry = this.#near.decode(key, envelope, undefined, version);
+        // Not readable here (a later release's envelope): the copy it replaced must not answer.
+        if (entry === undefined || entry === CORRUPT_ENTRY) this.#near.replaced(key, version);
       }
     }
+    this.#signals.notify(key);
+  }
+
+  /**
+   * A message of a later release's format: the key it names changed (its copy goes, its followers
+   * re-check); if even that cannot be read, every copy goes. Anything else on the channel is not
+   * ours, and is ignored.
+   */
+  #onLaterFormat(message: string): void {
+    const later = decodeLaterFormat(message);
+    if (later === undefined) return;
+    if (later.change === undefined) {
+      this.#reads.clear();
+      this.#near.clear();
+      this.#signals.notifyAll();
+      return;
+    }
+    const { key, version } = later.change;
+    this.#reads.delete(key);
+    this.#near.replaced(key, version);
     this.#signals.notify(key);
   }
 }

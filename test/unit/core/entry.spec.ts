@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { ENTRY_FORMAT_VERSION, type Entry, decodeEntry, encodeEntry } from '../../../lib/index.js';
+import { envelopeFormat, isLaterFormat } from '../../../lib/core/entry.js';
 
 const base: Entry = {
   value: { id: 1 },
@@ -64,5 +65,29 @@ describe('entry envelope', () => {
 
   it('throws on a value JSON cannot hold', () => {
     expect(() => encodeEntry({ ...base, value: 10n })).toThrow();
+  });
+});
+
+describe('envelope formats', () => {
+  it('tells an envelope of a later format from this one and from foreign data', () => {
+    const now = 1_000;
+    const current = encodeEntry({
+      value: 'v',
+      version: 1,
+      createdAt: now,
+      softExpireAt: now + 1,
+      hardExpireAt: now + 2,
+      loadMs: 0,
+    });
+    expect(envelopeFormat(current)).toBe(ENTRY_FORMAT_VERSION);
+    expect(isLaterFormat(current)).toBe(false);
+    const later = current.replace(
+      `{"v":${ENTRY_FORMAT_VERSION},`,
+      `{"v":${ENTRY_FORMAT_VERSION + 1},`,
+    );
+    expect(isLaterFormat(later)).toBe(true);
+    expect(decodeEntry(later)).toBeUndefined();
+    expect(isLaterFormat('{"v":1,"n":1}')).toBe(false);
+    expect(isLaterFormat('not json')).toBe(false);
   });
 });

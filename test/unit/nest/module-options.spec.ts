@@ -108,6 +108,16 @@ describe('HerdGuardModule options', () => {
       { redis: { url: 'redis://127.0.0.1:6390', breakerThreshold: 0 } },
       'redis.breakerThreshold',
     ],
+    [
+      'an eviction policy Redis does not have',
+      { redis: { url: 'redis://127.0.0.1:6390', evictionPolicy: 'lru' } },
+      'redis.evictionPolicy',
+    ],
+    [
+      'a number of replicas to wait for that is not a whole number',
+      { redis: { url: 'redis://127.0.0.1:6390', waitForReplicas: 1.5 } },
+      'redis.waitForReplicas',
+    ],
   ])('fails the bootstrap on %s, naming the field', async (_, options, field) => {
     await expect(badOptionField(options)).resolves.toBe(field);
   });

@@ -1,6 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import {
   MAX_BROADCAST_ENVELOPE,
+  MESSAGE_FORMAT_VERSION,
+  decodeLaterFormat,
   decodeFillMessage,
   encodeFillMessage,
 } from '../../../lib/stores/redis/fill-message.js';
@@ -57,5 +59,31 @@ describe('fill messages', () => {
     '1\nk',
   ])('ignores a foreign message %p', (message) => {
     expect(decodeFillMessage(message)).toBeUndefined();
+  });
+});
+
+describe('messages of a later format', () => {
+  it('are recognised by their marker, with the change they announce', () => {
+    expect(decodeLaterFormat('@2:7:1\nkanything a later release adds')).toEqual({
+      format: 2,
+      change: { key: 'k', version: 7 },
+    });
+    expect(decodeFillMessage('@2:7:1\nk')).toBeUndefined();
+  });
+
+  it('without a readable change, are still of a later format (every copy then goes)', () => {
+    expect(decodeLaterFormat('@9:something else')).toEqual({ format: 9, change: undefined });
+  });
+
+  it.each(['@1:7:1\nk', '@:7:1\nk', 'f:7:1\nk', 'h:id:1', '@x:1'])(
+    'are not what %p is',
+    (message) => {
+      expect(decodeLaterFormat(message)).toBeUndefined();
+    },
+  );
+
+  it('this release never publishes: its messages carry no marker', () => {
+    expect(MESSAGE_FORMAT_VERSION).toBe(1);
+    expect(encodeFillMessage('write', 1, 'k', '{}').startsWith('@')).toBe(false);
   });
 });
