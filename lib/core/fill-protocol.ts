@@ -210,10 +210,13 @@ export class FillProtocol {
         const nextDeadline = triedFrom === holder.version ? giveUpAt : stuckAt;
         const timeoutMs = Math.min(nextDeadline - now, policy.leaseTtlMs, RECHECK_INTERVAL_MS);
         if (await watch.next(timeoutMs)) {
-          const filled = this.#usable(
-            request,
-            runtime.decoded(key, (await runtime.storeGet(key)).entry),
-          );
+          const seen = await runtime.storeGet(key);
+          // An answer older than what the store already told this fill is a copy that a late
+          // notification brought (or a fallback): not the fill being waited for.
+          const filled =
+            seen.version < request.cell.version
+              ? undefined
+              : this.#usable(request, runtime.decoded(key, seen.entry));
           if (filled !== undefined) return { entry: filled, loaded: false };
         }
         // Try for the lease again: the owner failed, gave up, or died and its lease expired.

@@ -9,7 +9,7 @@ import { WaitAbortedError } from '../errors/wait-aborted.error.js';
 import { WaitTimeoutError } from '../errors/wait-timeout.error.js';
 import { BackgroundRefresh, type RefreshRequest } from './background-refresh.js';
 import { parseTimerDuration } from './duration.js';
-import { EngineRuntime } from './engine-runtime.js';
+import { EngineRuntime, UNREACHABLE } from './engine-runtime.js';
 import { type Entry, isBornStale, isFresh, isNegative, isServable, newEntry } from './entry.js';
 import type { HerdEventListener, ReadPath } from './events.js';
 import { FillProtocol } from './fill-protocol.js';
@@ -156,8 +156,11 @@ export class HerdEngine {
     this.#runtime.assertOpen(key);
     const scope = this.#runtime.scopes.current();
     if (scope !== undefined) await this.#linkInput(scope, key);
-    const entry = this.#runtime.decoded(key, (await this.#runtime.storeGet(key)).entry) as
-      Entry<T> | undefined;
+    const snapshot =
+      scope === undefined
+        ? await this.#runtime.storeGet(key)
+        : await this.#readInputAtStore(scope, key);
+    const entry = this.#runtime.decoded(key, snapshot.entry) as Entry<T> | undefined;
     const now = this.#runtime.now();
     if (entry === undefined || !isServable(entry, now)) return undefined;
     scope?.record(entry, now);
@@ -475,7 +478,7 @@ export class HerdEngine {
     scope.waitingOn.add(key);
     try {
       await this.#linkInput(scope, key);
-      const snapshot = await this.#runtime.storeGet(key);
+      const snapshot = await this.#readInputAtStore(scope, key);
       const entry = this.#runtime.decoded(key, snapshot.entry) as Entry<T> | undefined;
       const now = this.#runtime.now();
       let served: Served<T>;
@@ -489,6 +492,20 @@ export class HerdEngine {
     } finally {
       scope.waitingOn.delete(key);
     }
+  }
+
+  /**
+   * Reads an input of `scope`'s load at the store, after its link was recorded: a write of `key`
+   * that landed before this read is seen by it, and one that lands after it reaches the value being
+   * loaded through the link (and fences its fill). A copy kept in this process may lag behind
+   * other pods' writes, so it is never asked. An input the store could not answer leaves the value
+   * untracked (stored stale).
+   */
+  async #readInputAtStore(scope: LoadScope, key: string): Promise<StoreSnapshot> {
+    const snapshot = await this.#runtime.readAtStore(key);
+    if (snapshot !== undefined) return snapshot;
+    scope.untracked = true;
+    return UNREACHABLE;
   }
 
   /**
