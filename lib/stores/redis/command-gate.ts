@@ -15,6 +15,9 @@ export class CommandGate {
   readonly #deadlines: CommandDeadlines;
   #probing: NodeJS.Timeout | undefined;
   #closed = false;
+  /** Set by a failed command, cleared by the next success (see {@link onRecovered}). */
+  #failing = false;
+  #onRecovered: () => void = () => undefined;
 
   constructor(
     readonly timeoutMs: number,
@@ -28,6 +31,19 @@ export class CommandGate {
 
   get breaker(): CircuitBreaker {
     return this.#breaker;
+  }
+
+  /** True from a failed command (or one without a reply in time) until the next success. */
+  get failing(): boolean {
+    return this.#failing;
+  }
+
+  /**
+   * Runs `listener` on each first success after a failure: Redis answers again, whether or not
+   * the connection dropped (the breaker closing is one case).
+   */
+  onRecovered(listener: () => void): void {
+    this.#onRecovered = listener;
   }
 
   /**
@@ -79,7 +95,7 @@ export class CommandGate {
         `no reply within ${this.timeoutMs} ms (redis.commandTimeout)`,
         { key },
       );
-      this.#breaker.failure(error);
+      this.#failure(error);
       expire(error);
     });
   }
@@ -87,15 +103,15 @@ export class CommandGate {
   /** The reply came: true when in time (then it counts as a success). */
   settled(pending: PendingCommand): boolean {
     if (!this.#deadlines.settle(pending)) return false;
-    this.#breaker.success();
+    this.#success();
     return true;
   }
 
   /** The command failed: true when in time (a reply error means Redis answered, so it is alive). */
   failed(pending: PendingCommand, error: unknown): boolean {
     if (!this.#deadlines.settle(pending)) return false;
-    if (isReplyError(error)) this.#breaker.success();
-    else this.#breaker.failure(error);
+    if (isReplyError(error)) this.#success();
+    else this.#failure(error);
     return true;
   }
 
@@ -110,6 +126,18 @@ export class CommandGate {
     this.#closed = true;
     this.#stopProbing();
     this.#deadlines.expireAll();
+  }
+
+  #success(): void {
+    this.#breaker.success();
+    if (!this.#failing) return;
+    this.#failing = false;
+    this.#onRecovered();
+  }
+
+  #failure(error: unknown): void {
+    this.#failing = true;
+    this.#breaker.failure(error);
   }
 
   #startProbing(cooldownMs: number): void {

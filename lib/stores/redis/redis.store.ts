@@ -101,6 +101,8 @@ export class RedisStore implements HerdStore {
     this.#gate = new CommandGate(commandTimeoutMs, options.breakerThreshold ?? 5, cooldownMs, () =>
       this.#client.ping(),
     );
+    // Redis answers again: what this process loaded without its word meanwhile goes.
+    this.#gate.onRecovered(() => this.#near.dropLocal());
     const near = options.nearCache ?? true;
     this.#nearHits = near !== false;
     this.#near = new NearCache(typeof near === 'object' ? near : NEAR_CACHE_DEFAULTS);
@@ -276,8 +278,9 @@ export class RedisStore implements HerdStore {
   async fill(key: string, entry: Entry, lease: Lease | undefined): Promise<boolean> {
     const envelope = this.#encode(key, entry);
     if (lease === undefined) {
-      // Loaded while Redis could not be reached: kept for this process only.
-      this.#near.keep(key, entry, envelope, { local: true });
+      // Loaded without the store's word: this process's answer only while Redis cannot answer
+      // (never a hit), and not kept at all if Redis answers again already.
+      if (this.#gate.failing) this.#near.keepLocal(key, entry, envelope);
       return false;
     }
     const call = {
