@@ -261,7 +261,7 @@ export class FillProtocol {
         return { entry: current, loaded: false };
       }
       // Index the key under its tags first: a tag invalidated while the loader runs then fences it.
-      await this.#indexTags(key, request.tags, policy);
+      const indexed = await this.#indexTags(key, request.tags, policy);
       const loadStartedAt = runtime.now();
       let loaded: { value: T; scope: LoadScope };
       try {
@@ -311,6 +311,10 @@ export class FillProtocol {
         }
         throw error instanceof HerdGuardError ? error : new LoaderFailedError(key, error);
       }
+      // A value shared without its tag index would escape tag invalidation: write it once more,
+      // else store the value stale. (One loaded without a lease is never shared.)
+      const unindexed =
+        !indexed && lease !== undefined && !(await this.#indexTags(key, request.tags, policy));
       const now = runtime.now();
       const version = lease?.fence ?? request.cell.version;
       // What every pod will read back (this one too): a value that cannot be stored fails here.
@@ -325,6 +329,7 @@ export class FillProtocol {
         version,
         tags: request.tags,
         inputs: loaded.scope,
+        unindexed,
       });
       this.#backoff.recordSuccess(key);
       // Store (if the fence still holds), release and wake followers in one store step.
@@ -483,19 +488,24 @@ export class FillProtocol {
     }
   }
 
-  /** Records the key under each tag until its value could expire, before it is loaded. */
+  /**
+   * Records the key under each tag until its value could expire, before it is loaded. Resolves
+   * whether it was recorded (a failure is reported).
+   */
   async #indexTags(
     key: string,
     tags: readonly string[] | undefined,
     policy: ResolvedPolicy,
-  ): Promise<void> {
-    if (tags === undefined || tags.length === 0) return;
+  ): Promise<boolean> {
+    if (tags === undefined || tags.length === 0) return true;
     assertTags(tags);
     const ttlMs = maxLifetimeMs(policy);
     try {
       await Promise.all(tags.map((tag) => this.#runtime.store.addToIndex({ tag }, key, ttlMs)));
+      return true;
     } catch (error) {
       this.#runtime.emit({ type: 'store-error', operation: 'index-tag', key, error });
+      return false;
     }
   }
 
