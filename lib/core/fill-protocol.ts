@@ -40,6 +40,8 @@ const MIN_EXTEND_RETRY_MS = 50;
 export interface Fill {
   readonly entry: Entry;
   readonly loaded: boolean;
+  /** This load's value was written to the store under its lease: the key's value changed. */
+  readonly stored?: boolean;
 }
 
 /**
@@ -333,10 +335,12 @@ export class FillProtocol {
       });
       this.#backoff.recordSuccess(key);
       // Store (if the fence still holds), release and wake followers in one store step.
+      let stored = false;
       if (!isNegative(entry) || policy.negativeTtlMs > 0) {
-        const stored = await this.#store(key, entry, lease);
-        leaseSettled = stored !== 'failed';
-        if (stored === 'fenced')
+        const outcome = await this.#store(key, entry, lease);
+        leaseSettled = outcome !== 'failed';
+        stored = outcome === 'stored' && lease !== undefined;
+        if (outcome === 'fenced')
           runtime.emit({ type: 'load-fenced', key, background: request.mode === 'background' });
       }
       runtime.emit({
@@ -346,7 +350,7 @@ export class FillProtocol {
         background: request.mode === 'background',
         negative: isNegative(entry),
       });
-      return { entry, loaded: true };
+      return { entry, loaded: true, stored };
     } finally {
       keepAlive?.stop();
       if (lease !== undefined && !leaseSettled) {

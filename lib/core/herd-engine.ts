@@ -227,8 +227,8 @@ export class HerdEngine {
 
   /**
    * Loads `key` now, even if a fresh value is cached (prefetch, after an update). Always a new
-   * load:
-   * a load of the key already running here or elsewhere is taken over (and fenced).
+   * load: a load of the key already running here or elsewhere is taken over (and fenced). Once the
+   * new value is stored, values derived from the key go stale, before the call resolves.
    */
   refresh<T>(key: string, loader: Loader<T>, options: WriteOptions = {}): Promise<ReadResult<T>> {
     return this.#reload(key, loader, options, 'forced');
@@ -237,7 +237,8 @@ export class HerdEngine {
   /**
    * Loads `key` ahead of traffic: like {@link refresh}, but a load of the key already running (here
    * or on another pod, started after this call's read) is waited for instead of taken over, so pods
-   * warming the same keys at once load each one once.
+   * warming the same keys at once load each one once. A value it stores makes values derived from
+   * the key stale, as `refresh()` does.
    */
   warm<T>(key: string, loader: Loader<T>, options: WriteOptions = {}): Promise<ReadResult<T>> {
     return this.#reload(key, loader, options, 'warm');
@@ -320,6 +321,10 @@ export class HerdEngine {
         cell,
       }),
     );
+    // The key's value was replaced before it expired: what was derived from the old one goes
+    // stale before the call resolves, as after an invalidation (values loaded from then on read
+    // the new one).
+    if (fill.stored === true) await this.#invalidation.dependentsOf(key);
     // A value loaded after the call (here or elsewhere) is a miss; the fail-safe stale value says
     // so.
     const fresh =

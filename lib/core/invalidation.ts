@@ -56,6 +56,14 @@ export class Invalidation {
   }
 
   /**
+   * Marks the values derived from `key` stale (not `key` itself): its value was replaced before it
+   * expired, by `refresh()` or `warm()`, which is an invalidation followed by a load.
+   */
+  async dependentsOf(key: string): Promise<void> {
+    await this.#cascade([key], 'stale');
+  }
+
+  /**
    * Invalidates every key stored with `tag`, and their dependents; resolves how many held a value.
    */
   async tag(tag: string, mode: InvalidationMode): Promise<number> {
