@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { HerdEngine } from '../../lib/index.js';
 import type { RedisStoreOptions } from '../../lib/redis.js';
-import { type Deferred, deferred, eventually, until } from '../helpers/deferred.js';
+import { type Deferred, deferred, eventually, sleep, until } from '../helpers/deferred.js';
 import { stopAllFaultProxies } from '../helpers/fault-proxy.js';
 import { type RedisPod, useRedisServer } from '../helpers/redis-fixture.js';
 
@@ -13,11 +13,11 @@ import { type RedisPod, useRedisServer } from '../helpers/redis-fixture.js';
  * dropped".
  */
 
-const STORE: Omit<RedisStoreOptions, 'url' | 'namespace'> = {
+const STORE = {
   commandTimeout: 200,
   breakerThreshold: 2,
   breakerCooldown: 200,
-};
+} satisfies Omit<RedisStoreOptions, 'url' | 'namespace'>;
 let run = 0;
 const redis = useRedisServer();
 
@@ -132,5 +132,30 @@ describe('a load that ran without a lease while Redis was away', () => {
     // Redis, which says the key is stale, answers again: the value loaded without its word is
     // nobody's fresh value now, not even pod A's.
     await expectNotFresh(loading.engine, 'k', 'loaded during the stall');
+  });
+});
+
+describe('a read Redis cannot answer, of a key this pod saw invalidated', () => {
+  it('does not join the load that began before the invalidation: it loads anew', async () => {
+    const [pod] = await twoPods();
+    // A load of the key holds the lease, its loader held; then the pod deletes the key.
+    const before = held();
+    const first = pod.engine.read('k', before.loader);
+    await until(() => before.called(), 5_000, 'the first load to start');
+    await pod.engine.delete('k');
+
+    // Redis stalls; the pod reads the key again (without a copy, it saw the delete last).
+    redis.server.freeze();
+    const after = held();
+    const second = pod.engine.read('k', after.loader);
+    await Promise.race([
+      until(() => after.called(), 5_000, 'the second load to start'),
+      sleep(3 * STORE.commandTimeout),
+    ]);
+    after.release.resolve('loaded after the delete');
+    redis.server.thaw();
+    before.release.resolve('loaded before the delete');
+    await expect(second).resolves.toMatchObject({ value: 'loaded after the delete' });
+    await expect(first).resolves.toMatchObject({ value: 'loaded before the delete' });
   });
 });

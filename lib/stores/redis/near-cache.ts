@@ -122,6 +122,11 @@ export class NearCache {
     return this.#copies.get(key)?.snapshot;
   }
 
+  /** The newest version of `key` known here (announced, or of the copy held); 0 when none. */
+  knownVersion(key: string): number {
+    return this.#newestKnown(key);
+  }
+
   /** Whether a copy of `key` is held (without touching its recency). */
   has(key: string): boolean {
     return this.#copies.has(key) || this.#local.has(key);

@@ -443,11 +443,15 @@ export class RedisStore implements HerdStore {
   }
 
   /**
-   * Redis could not answer: the copy seen last (as stale, see NearCache.fallback), else the error.
+   * Redis could not answer: what this process saw last of the key: its copy (as stale, see
+   * NearCache.fallback), or that it holds nothing since a change at a known version (a load that
+   * began before that change is then not joined); else the error.
    */
   #fallbackFor(key: string, error: unknown): StoreSnapshot {
     const entry = this.#near.fallback(key);
-    if (entry !== undefined) return snapshotOf(entry);
+    const version = this.#near.knownVersion(key);
+    if (entry !== undefined) return { entry, version: Math.max(entry.version, version) };
+    if (version > 0) return { entry: undefined, version };
     throw error;
   }
 
