@@ -84,17 +84,23 @@ export function defineCommands(client: Redis | Cluster): Client {
  */
 export function subscriberFor(client: Redis | Cluster): Redis | Cluster {
   if (client instanceof Cluster) return client.duplicate(undefined, { enableOfflineQueue: true });
-  return client.duplicate({ enableOfflineQueue: true, disconnectTimeout: 200 });
+  // It subscribes itself on every 'ready' (NotificationSubscriber); ioredis's own resubscribe
+  // would leave a rejected promise nobody handles when the connection drops again meanwhile.
+  return client.duplicate({
+    enableOfflineQueue: true,
+    disconnectTimeout: 200,
+    autoResubscribe: false,
+  });
 }
 
 export async function closeConnection(connection: Redis | Cluster): Promise<void> {
   if (connection.status === 'end') return;
   try {
     if (connection.status !== 'ready') throw new Error('not connected');
-    await Promise.race([
-      connection.quit(),
-      new Promise((_, reject) => setTimeout(reject, 1_000).unref()),
-    ]);
+    const quit = connection.quit();
+    // Rejected by disconnect() below when QUIT got no reply in time: nobody awaits it then.
+    quit.catch(() => undefined);
+    await Promise.race([quit, new Promise((_, reject) => setTimeout(reject, 1_000).unref())]);
   } catch {
     connection.disconnect();
   }
