@@ -14,7 +14,7 @@ import { LoadScopes } from './load-scope.js';
 import { EngineStats } from './stats.js';
 
 /** A read of a store that could not answer: nothing known, and a version every flight may serve. */
-const UNREACHABLE: StoreSnapshot = Object.freeze({ entry: undefined, version: 0 });
+export const UNREACHABLE: StoreSnapshot = Object.freeze({ entry: undefined, version: 0 });
 
 /**
  * What the parts of one engine share: the store and the clocks, the flights and loader scopes
@@ -71,6 +71,20 @@ export class EngineRuntime {
         : found;
     } catch (error) {
       return this.storeReadFailed(key, error);
+    }
+  }
+
+  /**
+   * Reads the store itself, never a copy it keeps (see `HerdStore.getAtStore`): what a loader reads
+   * of other keys. `undefined` when the store could not answer (reported).
+   */
+  async readAtStore(key: string): Promise<StoreSnapshot | undefined> {
+    const { store } = this;
+    try {
+      return await (store.getAtStore === undefined ? store.get(key) : store.getAtStore(key));
+    } catch (error) {
+      this.storeReadFailed(key, error);
+      return undefined;
     }
   }
 

@@ -125,11 +125,17 @@ export interface EntrySource<T> {
   readonly version: number;
   readonly tags: readonly string[] | undefined;
   readonly inputs?: InputBounds;
+  /**
+   * The key could not be recorded under its tags: a tag invalidation would not reach the value, so
+   * it is stored stale (refreshed, and indexed, at its next read).
+   */
+  readonly unindexed?: boolean;
 }
 
 /**
  * The envelope of a loaded (or written) value. A value derived from other keys expires no later
- * than they do, and is stored already stale when one of them was stale or could not be tracked.
+ * than they do, and is stored already stale when one of them was stale or could not be tracked, or
+ * when the value could not be recorded under its tags.
  */
 export function newEntry<T>(source: EntrySource<T>): Entry<T> {
   const { value, policy, loadStartedAt, now, tags, inputs } = source;
@@ -152,7 +158,7 @@ export function newEntry<T>(source: EntrySource<T>): Entry<T> {
     hardExpireAt,
     loadMs: Math.max(0, now - loadStartedAt),
   };
-  if (inputs?.untracked === true) entry.invalidated = true;
+  if (inputs?.untracked === true || source.unindexed === true) entry.invalidated = true;
   if (tags !== undefined && tags.length > 0) entry.tags = [...tags];
   if (policy.serializer === 'v8') entry.encoding = 'v8';
   return entry;

@@ -40,6 +40,8 @@ const MIN_EXTEND_RETRY_MS = 50;
 export interface Fill {
   readonly entry: Entry;
   readonly loaded: boolean;
+  /** This load's value was written to the store under its lease: the key's value changed. */
+  readonly stored?: boolean;
 }
 
 /**
@@ -210,10 +212,13 @@ export class FillProtocol {
         const nextDeadline = triedFrom === holder.version ? giveUpAt : stuckAt;
         const timeoutMs = Math.min(nextDeadline - now, policy.leaseTtlMs, RECHECK_INTERVAL_MS);
         if (await watch.next(timeoutMs)) {
-          const filled = this.#usable(
-            request,
-            runtime.decoded(key, (await runtime.storeGet(key)).entry),
-          );
+          const seen = await runtime.storeGet(key);
+          // An answer older than what the store already told this fill is a copy that a late
+          // notification brought (or a fallback): not the fill being waited for.
+          const filled =
+            seen.version < request.cell.version
+              ? undefined
+              : this.#usable(request, runtime.decoded(key, seen.entry));
           if (filled !== undefined) return { entry: filled, loaded: false };
         }
         // Try for the lease again: the owner failed, gave up, or died and its lease expired.
@@ -258,7 +263,7 @@ export class FillProtocol {
         return { entry: current, loaded: false };
       }
       // Index the key under its tags first: a tag invalidated while the loader runs then fences it.
-      await this.#indexTags(key, request.tags, policy);
+      const indexed = await this.#indexTags(key, request.tags, policy);
       const loadStartedAt = runtime.now();
       let loaded: { value: T; scope: LoadScope };
       try {
@@ -308,6 +313,10 @@ export class FillProtocol {
         }
         throw error instanceof HerdGuardError ? error : new LoaderFailedError(key, error);
       }
+      // A value shared without its tag index would escape tag invalidation: write it once more,
+      // else store the value stale. (One loaded without a lease is never shared.)
+      const unindexed =
+        !indexed && lease !== undefined && !(await this.#indexTags(key, request.tags, policy));
       const now = runtime.now();
       const version = lease?.fence ?? request.cell.version;
       // What every pod will read back (this one too): a value that cannot be stored fails here.
@@ -322,13 +331,16 @@ export class FillProtocol {
         version,
         tags: request.tags,
         inputs: loaded.scope,
+        unindexed,
       });
       this.#backoff.recordSuccess(key);
       // Store (if the fence still holds), release and wake followers in one store step.
+      let stored = false;
       if (!isNegative(entry) || policy.negativeTtlMs > 0) {
-        const stored = await this.#store(key, entry, lease);
-        leaseSettled = stored !== 'failed';
-        if (stored === 'fenced')
+        const outcome = await this.#store(key, entry, lease);
+        leaseSettled = outcome !== 'failed';
+        stored = outcome === 'stored' && lease !== undefined;
+        if (outcome === 'fenced')
           runtime.emit({ type: 'load-fenced', key, background: request.mode === 'background' });
       }
       runtime.emit({
@@ -338,7 +350,7 @@ export class FillProtocol {
         background: request.mode === 'background',
         negative: isNegative(entry),
       });
-      return { entry, loaded: true };
+      return { entry, loaded: true, stored };
     } finally {
       keepAlive?.stop();
       if (lease !== undefined && !leaseSettled) {
@@ -482,19 +494,24 @@ export class FillProtocol {
     }
   }
 
-  /** Records the key under each tag until its value could expire, before it is loaded. */
+  /**
+   * Records the key under each tag until its value could expire, before it is loaded. Resolves
+   * whether it was recorded (a failure is reported).
+   */
   async #indexTags(
     key: string,
     tags: readonly string[] | undefined,
     policy: ResolvedPolicy,
-  ): Promise<void> {
-    if (tags === undefined || tags.length === 0) return;
+  ): Promise<boolean> {
+    if (tags === undefined || tags.length === 0) return true;
     assertTags(tags);
     const ttlMs = maxLifetimeMs(policy);
     try {
       await Promise.all(tags.map((tag) => this.#runtime.store.addToIndex({ tag }, key, ttlMs)));
+      return true;
     } catch (error) {
       this.#runtime.emit({ type: 'store-error', operation: 'index-tag', key, error });
+      return false;
     }
   }
 

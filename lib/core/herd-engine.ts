@@ -9,7 +9,7 @@ import { WaitAbortedError } from '../errors/wait-aborted.error.js';
 import { WaitTimeoutError } from '../errors/wait-timeout.error.js';
 import { BackgroundRefresh, type RefreshRequest } from './background-refresh.js';
 import { parseTimerDuration } from './duration.js';
-import { EngineRuntime } from './engine-runtime.js';
+import { EngineRuntime, UNREACHABLE } from './engine-runtime.js';
 import { type Entry, isBornStale, isFresh, isNegative, isServable, newEntry } from './entry.js';
 import type { HerdEventListener, ReadPath } from './events.js';
 import { FillProtocol } from './fill-protocol.js';
@@ -156,8 +156,11 @@ export class HerdEngine {
     this.#runtime.assertOpen(key);
     const scope = this.#runtime.scopes.current();
     if (scope !== undefined) await this.#linkInput(scope, key);
-    const entry = this.#runtime.decoded(key, (await this.#runtime.storeGet(key)).entry) as
-      Entry<T> | undefined;
+    const snapshot =
+      scope === undefined
+        ? await this.#runtime.storeGet(key)
+        : await this.#readInputAtStore(scope, key);
+    const entry = this.#runtime.decoded(key, snapshot.entry) as Entry<T> | undefined;
     const now = this.#runtime.now();
     if (entry === undefined || !isServable(entry, now)) return undefined;
     scope?.record(entry, now);
@@ -224,8 +227,8 @@ export class HerdEngine {
 
   /**
    * Loads `key` now, even if a fresh value is cached (prefetch, after an update). Always a new
-   * load:
-   * a load of the key already running here or elsewhere is taken over (and fenced).
+   * load: a load of the key already running here or elsewhere is taken over (and fenced). Once the
+   * new value is stored, values derived from the key go stale, before the call resolves.
    */
   refresh<T>(key: string, loader: Loader<T>, options: WriteOptions = {}): Promise<ReadResult<T>> {
     return this.#reload(key, loader, options, 'forced');
@@ -234,7 +237,8 @@ export class HerdEngine {
   /**
    * Loads `key` ahead of traffic: like {@link refresh}, but a load of the key already running (here
    * or on another pod, started after this call's read) is waited for instead of taken over, so pods
-   * warming the same keys at once load each one once.
+   * warming the same keys at once load each one once. A value it stores makes values derived from
+   * the key stale, as `refresh()` does.
    */
   warm<T>(key: string, loader: Loader<T>, options: WriteOptions = {}): Promise<ReadResult<T>> {
     return this.#reload(key, loader, options, 'warm');
@@ -317,6 +321,10 @@ export class HerdEngine {
         cell,
       }),
     );
+    // The key's value was replaced before it expired: what was derived from the old one goes
+    // stale before the call resolves, as after an invalidation (values loaded from then on read
+    // the new one).
+    if (fill.stored === true) await this.#invalidation.dependentsOf(key);
     // A value loaded after the call (here or elsewhere) is a miss; the fail-safe stale value says
     // so.
     const fresh =
@@ -475,7 +483,7 @@ export class HerdEngine {
     scope.waitingOn.add(key);
     try {
       await this.#linkInput(scope, key);
-      const snapshot = await this.#runtime.storeGet(key);
+      const snapshot = await this.#readInputAtStore(scope, key);
       const entry = this.#runtime.decoded(key, snapshot.entry) as Entry<T> | undefined;
       const now = this.#runtime.now();
       let served: Served<T>;
@@ -489,6 +497,20 @@ export class HerdEngine {
     } finally {
       scope.waitingOn.delete(key);
     }
+  }
+
+  /**
+   * Reads an input of `scope`'s load at the store, after its link was recorded: a write of `key`
+   * that landed before this read is seen by it, and one that lands after it reaches the value being
+   * loaded through the link (and fences its fill). A copy kept in this process may lag behind
+   * other pods' writes, so it is never asked. An input the store could not answer leaves the value
+   * untracked (stored stale).
+   */
+  async #readInputAtStore(scope: LoadScope, key: string): Promise<StoreSnapshot> {
+    const snapshot = await this.#runtime.readAtStore(key);
+    if (snapshot !== undefined) return snapshot;
+    scope.untracked = true;
+    return UNREACHABLE;
   }
 
   /**

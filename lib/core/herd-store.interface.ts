@@ -126,6 +126,13 @@ export interface HerdStore {
    */
   get(key: string): StoreSnapshot | Promise<StoreSnapshot>;
   /**
+   * One read answered by the store itself: never by a copy kept in this process (a near cache,
+   * which may lag behind other processes' writes), and rejecting rather than falling back to one
+   * when the store cannot answer. The reads a derived value is built from go here. A store that
+   * keeps no copies need not implement it (`get` is used).
+   */
+  getAtStore?(key: string): StoreSnapshot | Promise<StoreSnapshot>;
+  /**
    * Stores a value loaded under `lease` (`entry.version` is `lease.fence`) unless fenced, releases
    * the lease and wakes followers, in one step; `false` when fenced. A `stuck` takeover of `lease`
    * does not fence it (the slow holder's value is as good as its rescuer's): it is stored under the

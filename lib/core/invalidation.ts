@@ -21,17 +21,25 @@ export class Invalidation {
     this.#store = store;
   }
 
-  /** Writes `entry` as the key's value (write-through); values derived from the key go stale. */
+  /**
+   * Writes `entry` as the key's value (write-through); values derived from the key go stale. When
+   * the value was written but not recorded under its tags, it is marked stale (a tag invalidation
+   * would miss it) and the call rejects with the index error.
+   */
   async set(key: string, entry: Entry, policy: ResolvedPolicy): Promise<void> {
     const store = this.#store;
     // Indexed before the write (a tag invalidated between the two cannot miss the new value), and
     // sent together with it, so writes of one process reach the store in the order they were made.
     assertTags(entry.tags ?? []);
     const ttlMs = maxLifetimeMs(policy);
-    const indexed = (entry.tags ?? []).map((tag) => store.addToIndex({ tag }, key, ttlMs));
-    const written = store.set(key, entry);
-    await Promise.all([...indexed, written]);
+    const indexed = Promise.all(
+      (entry.tags ?? []).map((tag) => store.addToIndex({ tag }, key, ttlMs)),
+    );
+    const [index, written] = await Promise.allSettled([indexed, store.set(key, entry)]);
+    if (written.status === 'rejected') throw written.reason;
+    if (index.status === 'rejected') await store.invalidate(key, 'stale');
     await this.#cascade([key], 'stale');
+    if (index.status === 'rejected') throw index.reason;
   }
 
   /** Marks `key` and its dependents stale; true when `key` held a value. */
@@ -45,6 +53,14 @@ export class Invalidation {
     const { existed } = await this.#store.invalidate(key, 'delete');
     await this.#cascade([key], 'delete');
     return existed;
+  }
+
+  /**
+   * Marks the values derived from `key` stale (not `key` itself): its value was replaced before it
+   * expired, by `refresh()` or `warm()`, which is an invalidation followed by a load.
+   */
+  async dependentsOf(key: string): Promise<void> {
+    await this.#cascade([key], 'stale');
   }
 
   /**

@@ -226,6 +226,33 @@ export function describeInvalidation(
         });
       });
 
+      it.each([
+        ['refresh()', (engine: HerdEngine) => engine.refresh.bind(engine)],
+        ['warm()', (engine: HerdEngine) => engine.warm.bind(engine)],
+      ])(
+        'makes a value derived from a key stale once %s of the key resolves with a new value',
+        async (_label, reload) => {
+          const { loading, writer } = pick(await launch({ count: pods, policy: { soft: '1h' } }));
+          const { state, loader } = row('100');
+          const page = (engine: HerdEngine) =>
+            engine.read('page', async () => `price=${await engine.getOrLoad('price', loader())}`);
+          await expect(page(loading)).resolves.toMatchObject({ value: 'price=100', path: 'miss' });
+          state.value = '200';
+          await expect(reload(writer)('price', loader())).resolves.toMatchObject({
+            value: '200',
+            path: 'miss',
+          });
+          for (const engine of cluster!.engines) {
+            await expect(page(engine)).resolves.not.toMatchObject({
+              value: 'price=100',
+              path: 'fresh',
+            });
+          }
+          await settled(cluster!.engines);
+          await expect(page(loading)).resolves.toMatchObject({ value: 'price=200', path: 'fresh' });
+        },
+      );
+
       it('bounds a derived value by the expiry of what it read', async () => {
         const { loading } = pick(await launch({ count: pods, policy: { soft: '1h' } }));
         const input = await loading.read('input', () => 'x', {

@@ -4,10 +4,17 @@
  * over one store, checked against what the cache promises:
  * - no read that started after an invalidation resolved gets a value loaded before it, unless it
  *   is answered `stale` (a derived value included: its inputs count);
+ * - no derived value whose loader read an input after a write had replaced it (on any pod) is
+ *   ever answered fresh, on any pod;
  * - never a value past its hard expiry (on the reader's clock);
  * - at most one leased load of a key at a time, unless an invalidation, a refresh() or the lease's
  *   own expiry came in between, and fences grow;
  * - only typed errors; and once idle, no flight, armed wait, loader, pending store write or watch left.
+ *
+ * On a store that can fail (Redis), scenarios also stall the store (SIGSTOP, so loads run without a
+ * lease meanwhile), kill and restart it empty, and deliver each pod's notifications late: a write
+ * that was not acknowledged constrains nothing, and a restart revokes every lease, but the promises
+ * above hold as they are.
  *
  * `HERD_MODEL_RUNS` sets the number of runs (CI keeps it small), `HERD_MODEL_SEED` replays a seed.
  */
@@ -24,7 +31,7 @@ import { sleep, until } from '../helpers/deferred.js';
 
 export type BaseKey = 'a' | 'b';
 export type Key = BaseKey | 'd';
-type Plan = 'fast' | 'slow' | 'fail' | 'hang';
+type Plan = 'fast' | 'slow' | 'slower' | 'fail' | 'hang';
 
 type Step =
   | {
@@ -40,12 +47,30 @@ type Step =
       readonly how: 'set' | 'expire' | 'delete';
     }
   | { readonly op: 'tag'; readonly pod: number; readonly how: 'expire' | 'delete' }
-  | { readonly op: 'refresh'; readonly pod: number; readonly key: BaseKey };
+  | { readonly op: 'refresh'; readonly pod: number; readonly key: BaseKey }
+  | { readonly op: 'stall'; readonly durationMs: number }
+  | { readonly op: 'restart' };
 
 export interface Scenario {
   readonly offsetsMs: readonly number[];
   readonly steps: ReadonlyArray<{ readonly gapMs: number; readonly step: Step }>;
   readonly plans: readonly Plan[];
+  /** How late each pod hears notifications (stores with notifications only). */
+  readonly notificationDelaysMs?: readonly number[];
+}
+
+/** What a cluster is started with: each pod's clock offset and notification delay. */
+export interface ModelSetup {
+  readonly offsetsMs: readonly number[];
+  readonly notificationDelaysMs: readonly number[];
+}
+
+/** Faults of a store that can fail; each ends before the next one starts. */
+export interface ModelFaults {
+  /** Freezes the store (SIGSTOP) for `durationMs`, then thaws it. */
+  stall(durationMs: number): Promise<void>;
+  /** Kills the store and starts it again on the same port, empty. */
+  restart(): Promise<void>;
 }
 
 /** Engines over one shared store, and what the check reads of the store when they are idle. */
@@ -54,6 +79,8 @@ export interface ModelCluster {
   /** Followers still registered with the store(s). */
   watchers(): number;
   close(): Promise<void>;
+  /** The store's faults, when scenarios may inject them. */
+  readonly faults?: ModelFaults;
 }
 
 export const MODEL_POLICY: CachePolicy = {
@@ -94,6 +121,10 @@ interface Write {
 export interface ModelOptions {
   /** A read on another pod may still get an older value as fresh up to this long after a write resolved. */
   readonly otherPodsLagMs?: number;
+  /** Scenarios stall and restart the store, and loads may outlast a stall (the cluster has faults). */
+  readonly faults?: boolean;
+  /** Scenarios deliver each pod's notifications late, by up to this long (0: never). */
+  readonly maxNotificationDelayMs?: number;
 }
 
 interface BaseValue {
@@ -103,12 +134,30 @@ interface BaseValue {
 interface DerivedValue {
   readonly a: BaseValue;
   readonly b: BaseValue;
+  /** Which load built it (see `Model.built`). */
+  readonly id: number;
 }
 
-function scenarioArbitrary(): fc.Arbitrary<Scenario> {
+function scenarioArbitrary(options: ModelOptions): fc.Arbitrary<Scenario> {
   const pods = 3;
   const pod = fc.integer({ min: 0, max: pods - 1 });
   const base = fc.constantFrom<BaseKey>('a', 'b');
+  const faults: Array<fc.WeightedArbitrary<Step>> = options.faults
+    ? [
+        {
+          weight: 1,
+          arbitrary: fc.record({
+            op: fc.constant('stall' as const),
+            durationMs: fc.integer({ min: 50, max: 500 }),
+          }),
+        },
+        { weight: 1, arbitrary: fc.constant({ op: 'restart' as const }) },
+      ]
+    : [];
+  const plans: Plan[] = ['fast', 'fast', 'slow', 'slow', 'slow', 'fail', 'hang'];
+  if (options.faults) plans.push('slower', 'slower');
+  const maxDelayMs = options.maxNotificationDelayMs ?? 0;
+  const delays: number[] = maxDelayMs > 0 ? [0, maxDelayMs / 2, maxDelayMs] : [0];
   const step: fc.Arbitrary<Step> = fc.oneof(
     {
       weight: 6,
@@ -137,6 +186,7 @@ function scenarioArbitrary(): fc.Arbitrary<Scenario> {
       }),
     },
     { weight: 1, arbitrary: fc.record({ op: fc.constant('refresh' as const), pod, key: base }) },
+    ...faults,
   );
   // Mostly short gaps, so loads, invalidations and reads overlap.
   const gapMs = fc.oneof(
@@ -146,13 +196,19 @@ function scenarioArbitrary(): fc.Arbitrary<Scenario> {
   );
   return fc.record({
     offsetsMs: fc.array(fc.constantFrom(-5_000, 0, 0, 5_000), { minLength: 2, maxLength: pods }),
+    // With faults, longer scenarios: a fault matters through what runs around it.
     steps: fc.array(fc.record({ gapMs, step }), {
-      minLength: 1,
+      minLength: options.faults ? 8 : 1,
       maxLength: 24,
+      size: options.faults ? 'max' : undefined,
     }),
-    plans: fc.array(fc.constantFrom<Plan>('fast', 'fast', 'slow', 'slow', 'slow', 'fail', 'hang'), {
+    plans: fc.array(fc.constantFrom<Plan>(...plans), {
       minLength: 1,
       maxLength: 12,
+    }),
+    notificationDelaysMs: fc.array(fc.constantFrom(...delays), {
+      minLength: pods,
+      maxLength: pods,
     }),
   });
 }
@@ -181,6 +237,10 @@ class Model {
     b: [],
     d: [],
   };
+  /** Restarts of the store (ticks), which lose what was acknowledged before them. */
+  readonly #restarts: Array<{ start: number; end: number | undefined }> = [];
+  /** Derived values built from a superseded input, by id, with why. */
+  readonly #superseded = new Map<number, string>();
   readonly violations: string[] = [];
 
   constructor(private readonly otherPodsLagMs = 0) {}
@@ -197,6 +257,41 @@ class Model {
     return () => {
       revocation.resolvedAt = this.tick();
     };
+  }
+
+  /**
+   * A restart of the store starts; call the result when it ends. It loses every lease, and every
+   * write acknowledged before it ended (no persistence): those constrain no read started after it
+   * began.
+   */
+  restart(): () => void {
+    const revocation: { resolvedAt: number | undefined } = { resolvedAt: undefined };
+    for (const key of ['a', 'b', 'd'] as const) this.#revocations[key].push(revocation);
+    const restart: { start: number; end: number | undefined } = {
+      start: this.tick(),
+      end: undefined,
+    };
+    this.#restarts.push(restart);
+    return () => {
+      revocation.resolvedAt = restart.end = this.tick();
+    };
+  }
+
+  /**
+   * A derived value's loader read `inputs`, each at the tick given: a value built from an input
+   * that a write had already replaced when it was read (at the store, any pod's write counts) must
+   * never be served fresh, on any pod.
+   */
+  built(id: number, inputs: ReadonlyArray<{ value: BaseValue; readAt: number }>): void {
+    for (const { value, readAt } of inputs) {
+      const outdatedBy = this.#fresh(value.key, value.dbv, readAt, undefined);
+      if (outdatedBy !== undefined) {
+        this.#superseded.set(
+          id,
+          `built from ${value.key}@${value.dbv}, read after the ${outdatedBy} resolved`,
+        );
+      }
+    }
   }
 
   /** A write of `key` standing for database version `dbv` starts; call the result when it resolves. */
@@ -231,6 +326,7 @@ class Model {
     for (const write of this.#writes[key]) {
       if (write.resolvedAt === undefined || write.resolvedAt >= startedAt || dbv >= write.dbv)
         continue;
+      if (this.#lost(write.resolvedAt, startedAt)) continue;
       // Another pod hears of a write when its notification arrives: allow that lag, if configured.
       const lagging =
         reader !== undefined &&
@@ -278,6 +374,14 @@ class Model {
     };
   }
 
+  /** Whether a write acknowledged at `resolvedAt` was lost by a restart begun before `startedAt`. */
+  #lost(resolvedAt: number, startedAt: number): boolean {
+    return this.#restarts.some(
+      (restart) =>
+        restart.start < startedAt && (restart.end === undefined || resolvedAt < restart.end),
+    );
+  }
+
   /** Now, as a point an operation starts at. */
   since(): Since {
     return { tick: this.tick(), ms: performance.now() };
@@ -291,6 +395,13 @@ class Model {
     reader?: Reader,
   ): void {
     if (result.path !== 'stale' && !result.negative) {
+      const superseded =
+        key === 'd' ? this.#superseded.get((result.value as DerivedValue).id) : undefined;
+      if (superseded !== undefined) {
+        this.violations.push(
+          `read of d${reader === undefined ? '' : ` on pod ${reader.pod}`} got as ${result.path} a value ${superseded}`,
+        );
+      }
       const values: BaseValue[] =
         key === 'd'
           ? [(result.value as DerivedValue).a, (result.value as DerivedValue).b]
@@ -314,13 +425,17 @@ class Model {
 /** Runs one scenario on a fresh cluster and returns what it violated (empty when all held). */
 async function runScenario(
   scenario: Scenario,
-  start: (offsetsMs: readonly number[]) => Promise<ModelCluster>,
+  start: (setup: ModelSetup) => Promise<ModelCluster>,
   options: ModelOptions = {},
 ) {
-  const cluster = await start(scenario.offsetsMs);
+  const cluster = await start({
+    offsetsMs: scenario.offsetsMs,
+    notificationDelaysMs: scenario.notificationDelaysMs ?? [],
+  });
   const { engines } = cluster;
   const model = new Model(options.otherPodsLagMs);
   let nextPlan = 0;
+  let nextDerived = 0;
   const plan = (): Plan => scenario.plans[nextPlan++ % scenario.plans.length]!;
   const pending: Array<Promise<unknown>> = [];
   const clockOf = (pod: number) => () => Date.now() + (scenario.offsetsMs[pod] ?? 0);
@@ -331,6 +446,8 @@ async function runScenario(
         return;
       case 'slow':
         return sleep(30);
+      case 'slower':
+        return sleep(150);
       case 'fail':
         throw new Error('backend failed');
       case 'hang':
@@ -358,14 +475,21 @@ async function runScenario(
     async (context: LoadContext<unknown>): Promise<DerivedValue> => {
       const done = model.loadStarted('d', context.fence, since);
       try {
+        const aReadAt = model.tick();
         const a = (await engine.getOrLoad('a', baseLoader('a', since), {
           tags: [TAG],
         })) as BaseValue;
+        const bReadAt = model.tick();
         const b = (await engine.getOrLoad('b', baseLoader('b', since), {
           tags: [TAG],
         })) as BaseValue;
+        const id = (nextDerived += 1);
+        model.built(id, [
+          { value: a, readAt: aReadAt },
+          { value: b, readAt: bReadAt },
+        ]);
         await behave(context);
-        return { a, b };
+        return { a, b, id };
       } finally {
         done();
       }
@@ -378,6 +502,13 @@ async function runScenario(
   try {
     for (const { gapMs, step } of scenario.steps) {
       if (gapMs > 0) await sleep(gapMs);
+      if (step.op === 'stall' || step.op === 'restart') {
+        const { faults } = cluster;
+        if (faults === undefined) continue;
+        if (step.op === 'stall') pending.push(faults.stall(step.durationMs));
+        else pending.push(faults.restart().finally(model.restart()));
+        continue;
+      }
       const pod = step.pod % engines.length;
       const engine = engines[pod]!;
       switch (step.op) {
@@ -481,7 +612,7 @@ async function runScenario(
 
 /** Checks the scenario property with fast-check; a failure reports its seed and shrunk scenario. */
 export async function checkModel(
-  start: (offsetsMs: readonly number[]) => Promise<ModelCluster>,
+  start: (setup: ModelSetup) => Promise<ModelCluster>,
   defaultRuns: number,
   options: ModelOptions = {},
 ): Promise<void> {
@@ -490,7 +621,7 @@ export async function checkModel(
     process.env['HERD_MODEL_SEED'] === undefined
       ? undefined
       : Number(process.env['HERD_MODEL_SEED']);
-  const property = fc.asyncProperty(scenarioArbitrary(), async (scenario) => {
+  const property = fc.asyncProperty(scenarioArbitrary(options), async (scenario) => {
     const violations = await runScenario(scenario, start, options);
     expect(violations).toEqual([]);
   });
@@ -583,5 +714,30 @@ const REGRESSIONS: readonly Scenario[] = [
       read(0, 'a'),
     ],
     plans: ['fast', 'slow', 'fast', 'fast', 'fail'],
+  },
+  // A pod that hears of writes 400 ms late loads a derived value right after another pod's set()
+  // of its input: the loader must read the input at the store, not from the pod's copy.
+  {
+    offsetsMs: [0, 0],
+    notificationDelaysMs: [400, 0],
+    steps: [read(0, 'a'), update(1, 'a', 'set', 5), read(0, 'd', 20), read(1, 'd', 5)],
+    plans: ['fast'],
+  },
+  // Found by the model (shrunk): pod 0 hears of writes 400 ms late, and its derived load read b
+  // from its own copy after pod 1's set() of b had resolved.
+  {
+    offsetsMs: [-5_000, -5_000],
+    notificationDelaysMs: [400, 0, 0],
+    steps: [
+      update(0, 'b', 'set'),
+      read(0, 'a', 7),
+      read(0, 'a', 1),
+      update(1, 'b', 'set'),
+      read(0, 'a', 1),
+      read(0, 'd', 1),
+      { gapMs: 1, step: { op: 'read', pod: 0, key: 'a', timeoutMs: 1 } },
+      { gapMs: 7, step: { op: 'refresh', pod: 0, key: 'a' } },
+    ],
+    plans: ['fast'],
   },
 ];

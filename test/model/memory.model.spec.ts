@@ -6,7 +6,7 @@ describe('engine model on the memory store', () => {
   it(
     'keeps every promise of invalidation, expiry, leases and cleanup under random interleavings of 2-3 engines',
     async () => {
-      await checkModel(async (offsetsMs) => {
+      await checkModel(async ({ offsetsMs }) => {
         const store = new MemoryStore();
         const engines = offsetsMs.map(
           (offsetMs) =>

@@ -28,6 +28,9 @@ export class CommandGate {
   #closed = false;
   /** The last "cannot serve" reply, until a write succeeds. */
   #refusedBy: Error | undefined;
+  /** Set by a failed command, cleared by the next success (see {@link onRecovered}). */
+  #failing = false;
+  #onRecovered: () => void = () => undefined;
 
   constructor(
     readonly timeoutMs: number,
@@ -47,6 +50,19 @@ export class CommandGate {
   /** The reply by which Redis last said it cannot serve, until a write succeeds since. */
   get refusedBy(): Error | undefined {
     return this.#refusedBy;
+  }
+
+  /** True from a failed command (or one without a reply in time) until the next success. */
+  get failing(): boolean {
+    return this.#failing;
+  }
+
+  /**
+   * Runs `listener` on each first success after a failure: Redis answers again, whether or not
+   * the connection dropped (the breaker closing is one case).
+   */
+  onRecovered(listener: () => void): void {
+    this.#onRecovered = listener;
   }
 
   /**
@@ -98,7 +114,7 @@ export class CommandGate {
         `no reply within ${this.timeoutMs} ms (redis.commandTimeout)`,
         { key },
       );
-      this.#breaker.failure(error);
+      this.#failure(error);
       expire(error);
     });
     if (READ_ONLY_OPERATIONS.has(operation)) this.#reads.add(pending);
@@ -120,10 +136,10 @@ export class CommandGate {
     if (!this.#deadlines.settle(pending)) return false;
     if (isCannotServe(error)) {
       this.#refusedBy = error as Error;
-      this.#breaker.failure(error);
+      this.#failure(error);
       this.#startProbing();
     } else if (isReplyError(error)) this.#succeeded(pending);
-    else this.#breaker.failure(error);
+    else this.#failure(error);
     return true;
   }
 
@@ -146,6 +162,14 @@ export class CommandGate {
       return this.#breaker.inconclusive();
     this.#refusedBy = undefined;
     this.#breaker.success();
+    if (!this.#failing) return;
+    this.#failing = false;
+    this.#onRecovered();
+  }
+
+  #failure(error: unknown): void {
+    this.#failing = true;
+    this.#breaker.failure(error);
   }
 
   #startProbing(): void {

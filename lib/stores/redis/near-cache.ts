@@ -61,8 +61,6 @@ interface Announcement {
 
 /** What a copy is kept with. */
 export interface KeepOptions {
-  /** Loaded here while Redis could not be reached: replaces any copy. */
-  readonly local?: boolean;
   /** `false` when `envelope` is not the string Redis holds (a write whose version Redis set). */
   readonly raw?: boolean;
   /**
@@ -80,10 +78,6 @@ interface Copy {
    * again.
    */
   readonly raw: string | undefined;
-  /**
-   * Loaded by this process while Redis could not be reached: newer than anything Redis may hold.
-   */
-  readonly local: boolean;
   readonly bytes: number;
 }
 
@@ -93,9 +87,15 @@ interface Copy {
  * invalidation marks it stale or drops it, and a copy older than a version already announced for
  * its key is never kept. The store answers hits from them while its notifications are known to be
  * live, and, as stale, while Redis cannot answer.
+ *
+ * Values this process loaded without the store's word (no lease: Redis could not be asked) are
+ * kept apart, as local copies: never a hit, only this process's answer while Redis cannot answer.
+ * A local copy carries the version its load started from and loses to anything newer (a copy of a
+ * newer version, a change announced since); the store drops them all when Redis answers again.
  */
 export class NearCache {
   readonly #copies: LRUCache<string, Copy>;
+  readonly #local: LRUCache<string, Copy>;
   /** The newest version announced per key (by a notification or a change made here). */
   readonly #announced: LRUCache<string, Announcement>;
   /** Counts announcements and clears: {@link mark} reads it when a read is sent. */
@@ -119,17 +119,22 @@ export class NearCache {
       maxSize: maxBytes,
       sizeCalculation: (copy) => copy.bytes,
     });
+    this.#local = new LRUCache({
+      max: maxEntries,
+      maxSize: maxBytes,
+      sizeCalculation: (copy) => copy.bytes,
+    });
     // Copies leave at their hard expiry, as the envelopes in Redis do (a TTL per copy).
   }
 
-  /** Keys held now. */
+  /** Copies held now (local ones included). */
   get size(): number {
-    return this.#copies.size;
+    return this.#copies.size + this.#local.size;
   }
 
-  /** Bytes held now, as counted against `maxBytes`. */
+  /** Bytes held now, as counted against `maxBytes` (local copies have a bound of their own). */
   get bytes(): number {
-    return this.#copies.calculatedSize;
+    return this.#copies.calculatedSize + this.#local.calculatedSize;
   }
 
   /** The copy of `key` (its last known state) as a read's answer, or `undefined`. */
@@ -137,9 +142,14 @@ export class NearCache {
     return this.#copies.get(key)?.snapshot;
   }
 
+  /** The newest version of `key` known here (announced, or of the copy held); 0 when none. */
+  knownVersion(key: string): number {
+    return this.#newestKnown(key);
+  }
+
   /** Whether a copy of `key` is held (without touching its recency). */
   has(key: string): boolean {
-    return this.#copies.has(key);
+    return this.#copies.has(key) || this.#local.has(key);
   }
 
   /**
@@ -168,28 +178,29 @@ export class NearCache {
 
   /**
    * Keeps `entry` (encoded as `envelope`, when known) as the copy of `key`, unless a newer version
-   * of the key is known: a read sent before an invalidation may answer after its notification. A
-   * value this process loaded while Redis was away (`local`) replaces any copy.
+   * of the key is known: a read sent before an invalidation may answer after its notification.
    */
   keep(key: string, entry: Entry, envelope: string, options: KeepOptions = {}): void {
-    const local = options.local === true;
-    if (!local) {
-      if (options.since !== undefined && options.since < this.#trustedFrom) return;
-      const copy = this.#copies.get(key);
-      if (
-        entry.version < this.#announcedVersion(key) ||
-        (copy?.snapshot.entry.version ?? 0) > entry.version
-      )
-        return;
-    }
-    const bytes =
-      OVERHEAD_BYTES + 2 * envelope.length + estimateHeapBytes(entry.value, envelope.length);
+    if (options.since !== undefined && options.since < this.#trustedFrom) return;
+    if (entry.version < this.#newestKnown(key)) return;
     const raw = options.raw === false ? undefined : envelope;
-    this.#copies.set(
-      key,
-      { snapshot: { entry, version: entry.version }, raw, local, bytes },
-      { ttl: lifetimeLeftMs(entry) },
-    );
+    this.#copies.set(key, copyOf(entry, envelope, raw), { ttl: lifetimeLeftMs(entry) });
+  }
+
+  /**
+   * Keeps `entry`, loaded here without the store's word from the key's version `entry.version`, as
+   * the local copy of `key`: unless anything newer of the key is known (a copy, a change announced
+   * since its load began), which it must not hide.
+   */
+  keepLocal(key: string, entry: Entry, envelope: string): void {
+    const newest = Math.max(this.#newestKnown(key), this.#local.get(key)?.snapshot.version ?? 0);
+    if (entry.version < newest) return;
+    this.#local.set(key, copyOf(entry, envelope, undefined), { ttl: lifetimeLeftMs(entry) });
+  }
+
+  /** Redis answers again: what was loaded without its word is dropped (see {@link keepLocal}). */
+  dropLocal(): void {
+    this.#local.clear();
   }
 
   /** A change of `key` at `version` (a fill, a write, an invalidation) was announced. */
@@ -197,6 +208,8 @@ export class NearCache {
     this.#sequence += 1;
     if (version > this.#announcedVersion(key))
       this.#announced.set(key, { version, at: this.#sequence });
+    const local = this.#local.get(key);
+    if (local !== undefined && local.snapshot.version < version) this.#local.delete(key);
   }
 
   /** An invalidation of `key` at `version` made here or heard of. */
@@ -220,13 +233,17 @@ export class NearCache {
   }
 
   /**
-   * What to answer for `key` while Redis cannot: stale, unless this process loaded it meanwhile.
+   * What to answer for `key` while Redis cannot: what this process loaded meanwhile, else the copy
+   * as stale.
    */
   fallback(key: string): Entry | undefined {
+    const local = this.#local.get(key);
     const copy = this.#copies.get(key);
+    if (local !== undefined && local.snapshot.version >= (copy?.snapshot.version ?? 0))
+      return local.snapshot.entry;
     if (copy === undefined) return undefined;
     const { entry } = copy.snapshot;
-    return copy.local || entry.invalidated === true ? entry : markedStale(entry, entry.version);
+    return entry.invalidated === true ? entry : markedStale(entry, entry.version);
   }
 
   /**
@@ -235,6 +252,7 @@ export class NearCache {
    */
   clear(): void {
     this.#copies.clear();
+    this.#local.clear();
     this.#sequence += 1;
     this.#trustedFrom = this.#sequence;
   }
@@ -251,4 +269,15 @@ export class NearCache {
   #announcedVersion(key: string): number {
     return this.#announced.get(key)?.version ?? 0;
   }
+
+  /** The newest version of `key` known here: announced, or of the copy held. */
+  #newestKnown(key: string): number {
+    return Math.max(this.#announcedVersion(key), this.#copies.get(key)?.snapshot.version ?? 0);
+  }
+}
+
+function copyOf(entry: Entry, envelope: string, raw: string | undefined): Copy {
+  const bytes =
+    OVERHEAD_BYTES + 2 * envelope.length + estimateHeapBytes(entry.value, envelope.length);
+  return { snapshot: { entry, version: entry.version }, raw, bytes };
 }

@@ -136,7 +136,11 @@ export function keySpaceOf(client: Redis | Cluster): KeySpace {
 export function subscriberFor(client: Redis | Cluster): Redis | Cluster {
   if (client instanceof Cluster)
     return letProcessExit(client.duplicate(undefined, { enableOfflineQueue: true }));
-  return letProcessExit(client.duplicate({ enableOfflineQueue: true, disconnectTimeout: 200 }));
+  // It subscribes itself on every 'ready' (NotificationSubscriber); ioredis's own resubscribe
+  // would leave a rejected promise nobody handles when the connection drops again meanwhile.
+  return letProcessExit(
+    client.duplicate({ enableOfflineQueue: true, disconnectTimeout: 200, autoResubscribe: false }),
+  );
 }
 
 export async function closeConnection(connection: Redis | Cluster): Promise<void> {
@@ -145,10 +149,10 @@ export async function closeConnection(connection: Redis | Cluster): Promise<void
   let timer: NodeJS.Timeout | undefined;
   try {
     if (connection.status !== 'ready') throw new Error('not connected');
-    await Promise.race([
-      connection.quit(),
-      new Promise((_, reject) => (timer = setTimeout(reject, 1_000))),
-    ]);
+    const quit = connection.quit();
+    // Rejected by disconnect() below when QUIT got no reply in time: nobody awaits it then.
+    quit.catch(() => undefined);
+    await Promise.race([quit, new Promise((_, reject) => (timer = setTimeout(reject, 1_000)))]);
   } catch {
     connection.disconnect();
   } finally {

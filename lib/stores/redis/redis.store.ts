@@ -116,6 +116,8 @@ export class RedisStore implements HerdStore {
     this.#gate = new CommandGate(commandTimeoutMs, options.breakerThreshold ?? 5, cooldownMs, () =>
       this.#client.set(this.keys.probe, '1', 'PX', PROBE_KEY_TTL_MS),
     );
+    // Redis answers again: what this process loaded without its word meanwhile goes.
+    this.#gate.onRecovered(() => this.#near.dropLocal());
     const near = options.nearCache ?? true;
     this.#nearHits = near !== false;
     this.#near = new NearCache(typeof near === 'object' ? near : NEAR_CACHE_DEFAULTS);
@@ -221,6 +223,15 @@ export class RedisStore implements HerdStore {
   }
 
   /**
+   * One MGET, never answered from a copy (see HerdStore.getAtStore): it shares only an MGET sent in
+   * this tick, so Redis runs it after the caller came; it rejects when Redis does not answer.
+   */
+  getAtStore(key: string): Promise<StoreSnapshot> {
+    const reads = this.#reads.get(key);
+    return reads?.joinable === true ? reads.out.answer : this.#read(key).answer;
+  }
+
+  /**
    * The read a reader of `key` gets. Readers in the tick that sent an MGET share it. A reader that
    * comes later must not take its answer: Redis may have run it before the reader came, so before
    * an invalidation that resolved meanwhile (on any pod). Such readers share the next MGET instead,
@@ -229,11 +240,11 @@ export class RedisStore implements HerdStore {
    */
   #readOf(key: string): Promise<StoreSnapshot> {
     const reads = this.#reads.get(key);
-    if (reads === undefined) return this.#read(key);
-    if (reads.joinable) return reads.out;
-    reads.next ??= reads.out.then(
-      () => this.#read(key),
-      () => this.#read(key),
+    if (reads === undefined) return this.#read(key).orCopy;
+    if (reads.joinable) return reads.out.orCopy;
+    reads.next ??= reads.out.orCopy.then(
+      () => this.#read(key).orCopy,
+      () => this.#read(key).orCopy,
     );
     return reads.next;
   }
@@ -242,10 +253,9 @@ export class RedisStore implements HerdStore {
    * One MGET of the envelope and the version. Built as an ioredis Command so a late reply can be
    * rejected on the command itself: the gate's breaker and time limit without a wrapping promise.
    */
-  #read(key: string): Promise<StoreSnapshot> {
+  #read(key: string): Mget {
     const refusal = this.#gate.refusal('get', key);
-    if (refusal !== undefined)
-      return Promise.reject(refusal).catch((error: unknown) => this.#fallbackFor(key, error));
+    if (refusal !== undefined) return this.#orCopy(key, Promise.reject(refusal));
     const layout = this.keys.for(key);
     const command = new Command('mget', [layout.value, layout.version], {
       keyPrefix: this.#client.options.keyPrefix,
@@ -253,7 +263,7 @@ export class RedisStore implements HerdStore {
     });
     const pending = this.#gate.deadline('get', key, (error) => command.reject(error));
     const since = this.#near.mark();
-    const read: Promise<StoreSnapshot> = (
+    const answer: Promise<StoreSnapshot> = (
       command.promise as Promise<[string | null, string | null]>
     ).then(
       ([raw, version]) => {
@@ -265,9 +275,11 @@ export class RedisStore implements HerdStore {
       (error: unknown) => {
         this.#answered(key, read);
         this.#gate.failed(pending, error);
-        return this.#fallbackFor(key, this.#gate.wrap('get', key, error));
+        if (isWrongType(error)) return { entry: CORRUPT_ENTRY, version: 0 };
+        throw this.#gate.wrap('get', key, error);
       },
     );
+    const read = this.#orCopy(key, answer);
     const reads: KeyReads = { out: read, joinable: true };
     this.#reads.set(key, reads);
     queueMicrotask(() => (reads.joinable = false));
@@ -275,8 +287,23 @@ export class RedisStore implements HerdStore {
     return read;
   }
 
+  /**
+   * `answer`, and what a reader that may be answered from a copy gets when Redis cannot answer
+   * (made when first asked for: nobody else handles its rejection).
+   */
+  #orCopy(key: string, answer: Promise<StoreSnapshot>): Mget {
+    const fallback = (error: unknown): StoreSnapshot => this.#fallbackFor(key, error);
+    let orCopy: Promise<StoreSnapshot> | undefined;
+    return {
+      answer,
+      get orCopy(): Promise<StoreSnapshot> {
+        return (orCopy ??= answer.catch(fallback));
+      },
+    };
+  }
+
   /** The MGET `read` of `key` was answered: readers that come from now on send a new one. */
-  #answered(key: string, read: Promise<StoreSnapshot>): void {
+  #answered(key: string, read: Mget): void {
     if (this.#reads.get(key)?.out === read) this.#reads.delete(key);
   }
 
@@ -297,8 +324,9 @@ export class RedisStore implements HerdStore {
   async fill(key: string, entry: Entry, lease: Lease | undefined): Promise<boolean> {
     const envelope = this.#encode(key, entry);
     if (lease === undefined) {
-      // Loaded while Redis could not be reached: kept for this process only.
-      this.#near.keep(key, entry, envelope, { local: true });
+      // Loaded without the store's word: this process's answer only while Redis cannot answer
+      // (never a hit), and not kept at all if Redis answers again already.
+      if (this.#gate.failing) this.#near.keepLocal(key, entry, envelope);
       return false;
     }
     const call = {
@@ -483,12 +511,15 @@ export class RedisStore implements HerdStore {
   }
 
   /**
-   * Redis could not answer: the copy seen last (as stale, see NearCache.fallback), else the error.
+   * Redis could not answer: what this process saw last of the key: its copy (as stale, see
+   * NearCache.fallback), or that it holds nothing since a change at a known version (a load that
+   * began before that change is then not joined); else the error.
    */
   #fallbackFor(key: string, error: unknown): StoreSnapshot {
-    if (isWrongType(error)) return { entry: CORRUPT_ENTRY, version: 0 };
     const entry = this.#near.fallback(key);
-    if (entry !== undefined) return snapshotOf(entry);
+    const version = this.#near.knownVersion(key);
+    if (entry !== undefined) return { entry, version: Math.max(entry.version, version) };
+    if (version > 0) return { entry: undefined, version };
     throw error;
   }
 
@@ -578,10 +609,18 @@ function snapshotOf(entry: Entry): StoreSnapshot {
   return { entry, version: entry.version };
 }
 
+/** One MGET of a key. */
+interface Mget {
+  /** What Redis answered; rejects when it did not answer. */
+  readonly answer: Promise<StoreSnapshot>;
+  /** The answer, or when Redis did not answer, the copy of the key as stale (else the error). */
+  readonly orCopy: Promise<StoreSnapshot>;
+}
+
 /** The reads of one key (see `RedisStore.#readOf`). */
 interface KeyReads {
   /** The MGET sent and not answered yet. */
-  readonly out: Promise<StoreSnapshot>;
+  readonly out: Mget;
   /** Until the end of the tick that sent it: readers may share it. */
   joinable: boolean;
   /** The MGET sent once `out` is answered, for the readers that came after that tick. */
