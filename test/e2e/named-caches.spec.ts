@@ -266,6 +266,90 @@ describe('two caches in one application: memory and Redis', () => {
   });
 });
 
+describe('the example of docs/nestjs.md#named-caches', () => {
+  it('runs: a global default cache, a global named one from forRootAsync, @Cached and health by name', async () => {
+    const REDIS_URL = 'REDIS_URL';
+    @Module({ providers: [{ provide: REDIS_URL, useValue: server.url }], exports: [REDIS_URL] })
+    class ConfigModule {}
+    const sessionsTable = new Map([['s1', { user: 'ada' }]]);
+    let queries = 0;
+
+    @Injectable()
+    class SessionsService {
+      constructor(
+        readonly catalog: HerdGuardService,
+        @InjectHerdGuard('sessions') private readonly sessions: HerdGuardService,
+      ) {}
+
+      @Cached({ cache: 'sessions' })
+      async find(id: string): Promise<{ user: string } | null> {
+        queries += 1;
+        return sessionsTable.get(id) ?? null;
+      }
+
+      async logout(id: string): Promise<void> {
+        sessionsTable.delete(id);
+        await this.sessions.delete(methodCacheKey('SessionsService.find', [id]));
+      }
+    }
+
+    @Injectable()
+    class Health {
+      constructor(
+        readonly catalog: HerdGuardHealthIndicator,
+        @InjectHerdGuardHealth('sessions') readonly sessions: HerdGuardHealthIndicator,
+      ) {}
+    }
+
+    @Module({ providers: [SessionsService, Health], exports: [SessionsService, Health] })
+    class SessionsModule {}
+
+    @Module({
+      imports: [
+        HerdGuardModule.forRoot({ isGlobal: true, policy: { soft: '30s' }, logging: false }),
+        HerdGuardModule.forRootAsync({
+          name: 'sessions',
+          isGlobal: true,
+          imports: [ConfigModule],
+          inject: [REDIS_URL],
+          useFactory: (url: string) => ({
+            redis: url,
+            namespace: 'e2e-docs-sessions',
+            policy: { soft: '15m', hard: '1h' },
+            logging: false,
+          }),
+        }),
+        SessionsModule,
+      ],
+    })
+    class AppModule {}
+
+    const app = await startContext(AppModule);
+    try {
+      const sessions = app.get(SessionsService);
+      await expect(sessions.find('s1')).resolves.toEqual({ user: 'ada' });
+      await expect(sessions.find('s1')).resolves.toEqual({ user: 'ada' });
+      expect(queries).toBe(1);
+      expect(await admin.keys('e2e-docs-sessions:*')).not.toEqual([]);
+      await sessions.logout('s1');
+      await expect(sessions.find('s1')).resolves.toBeNull();
+      expect(queries).toBe(2);
+      expect(sessions.catalog.stats().reads.miss).toBe(0);
+
+      const health = app.get(Health);
+      await expect(health.catalog.isHealthy('catalog')).resolves.toMatchObject({
+        catalog: { status: 'up', store: 'memory' },
+      });
+      await expect(health.sessions.isHealthy('sessions')).resolves.toMatchObject({
+        sessions: { status: 'up', store: 'redis' },
+      });
+    } finally {
+      await app.close();
+    }
+    await allClosed();
+  });
+});
+
 describe('a bootstrap that fails with two caches', () => {
   it('closes the Redis connections of the cache opened first when the second one is a duplicate', async () => {
     const sessions = { name: 'sessions', redis: server.url, namespace: 'e2e-dup', logging: false };
