@@ -3,11 +3,13 @@ import {
   Controller,
   Get,
   type INestApplicationContext,
+  type LoggerService,
   Injectable,
   Module,
   type Type,
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { Test } from '@nestjs/testing';
 import { Registry } from 'prom-client';
 import {
   Cached,
@@ -232,6 +234,27 @@ describe('named caches: modules', () => {
     expect(await registry.metrics()).toContain(
       'herd_guard_requests_total{cache="sessions",result="miss"} 1',
     );
+  });
+
+  it('logs a named cache under the context HerdGuard:<name>', async () => {
+    const contexts: unknown[] = [];
+    const recorder: LoggerService = {
+      log: () => undefined,
+      error: () => undefined,
+      warn: () => undefined,
+      debug: (_message: unknown, context?: unknown) => contexts.push(context),
+    };
+    @Module({
+      imports: [HerdGuardModule.forRoot(), HerdGuardModule.forRoot({ name: 'sessions' })],
+    })
+    class AppModule {}
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] }).compile();
+    moduleRef.useLogger(recorder);
+    app = await moduleRef.init();
+    await app.get<HerdGuardService>(getHerdGuardToken('sessions')).getOrLoad('k', async () => 1);
+    await app.get(HerdGuardService).getOrLoad('k', async () => 1);
+    expect(contexts).toContain('HerdGuard:sessions');
+    expect(contexts).toContain('HerdGuard');
   });
 
   it('fails the bootstrap when a cache takes the label another cache has in one registry', async () => {
