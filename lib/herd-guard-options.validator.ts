@@ -59,10 +59,10 @@ export function validateModuleOptions(input: unknown): HerdGuardModuleOptions {
     throw new ConfigurationError('options', `expected an object, received ${describe(input)}`);
   }
   for (const name of Object.keys(input)) {
-    if (name === 'isGlobal') {
+    if (name === 'isGlobal' || name === 'name') {
       throw new ConfigurationError(
-        'isGlobal',
-        'belongs next to useFactory in forRootAsync({ isGlobal, useFactory }), not in the options it returns',
+        name,
+        `belongs next to useFactory in forRootAsync({ ${name}, useFactory }), not in the options it returns`,
       );
     }
     if (!MODULE_FIELDS.has(name)) {

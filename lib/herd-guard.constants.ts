@@ -19,3 +19,10 @@ export const HERD_GUARD_RESOURCES = Symbol('herd-guard.resources');
 export const HERD_GUARD_DEFAULT_POLICY = Symbol('herd-guard.default-policy');
 /** Injection token of the hot-key tracker of one module instance (absent when `hotKeys: 0`). */
 export const HERD_GUARD_HOT_KEYS = Symbol('herd-guard.hot-keys');
+/** Injection token of the name of one module instance's cache (`default` without a name). */
+export const HERD_GUARD_CACHE_NAME = Symbol('herd-guard.cache-name');
+/**
+ * Injection token of one module instance's `HerdGuardService`, whatever its cache's name: what the
+ * module's own providers inject. Internal.
+ */
+export const HERD_GUARD_SERVICE = Symbol('herd-guard.service');

@@ -3,19 +3,19 @@ import { DiscoveryModule } from '@nestjs/core';
 import { ConfigurationError } from './errors/configuration.error.js';
 import { CachedMethodsExplorer } from './decorators/cached-methods.explorer.js';
 import {
+  HERD_GUARD_CACHE_NAME,
   HERD_GUARD_DEFAULT_POLICY,
   HERD_GUARD_ENGINE,
   HERD_GUARD_HOT_KEYS,
   HERD_GUARD_RESOURCES,
 } from './herd-guard.constants.js';
-import { HerdGuardHealthIndicator } from './health/herd-guard.health.js';
+import { HerdGuardCaches, HerdGuardCachesModule } from './herd-guard.caches.js';
 import {
   ConfigurableHerdGuardModule,
   HERD_GUARD_MODULE_OPTIONS,
   type HerdGuardModuleForRootOptions,
 } from './herd-guard.module-definition.js';
-import { type HerdGuardResources, closeResources, openResources } from './herd-guard.resources.js';
-import { HerdGuardService } from './herd-guard.service.js';
+import { type HerdGuardResources, closeResources } from './herd-guard.resources.js';
 
 /**
  * herd-guard for a Nest application: `HerdGuardModule.forRoot(options)` or
@@ -23,15 +23,17 @@ import { HerdGuardService } from './herd-guard.service.js';
  * feature modules. Options are checked at start (a bad one fails the bootstrap with a
  * `ConfigurationError` naming it). Provides {@link HerdGuardService}, wraps `@Cached` methods, and
  * on application shutdown stops the engine and closes the store it opened (never one you passed).
- * Use one `forRoot` per application.
+ * One `forRoot` per cache: several caches in one app each take their own `name` (one may stay
+ * unnamed, the default cache); what the module exports depends on it (docs/nestjs.md#named-caches).
  */
 @Module({
-  imports: [DiscoveryModule],
+  imports: [DiscoveryModule, HerdGuardCachesModule],
   providers: [
     {
       provide: HERD_GUARD_RESOURCES,
-      useFactory: openResources,
-      inject: [HERD_GUARD_MODULE_OPTIONS],
+      useFactory: (caches: HerdGuardCaches, name: string, options: unknown) =>
+        caches.open(name, options),
+      inject: [HerdGuardCaches, HERD_GUARD_CACHE_NAME, HERD_GUARD_MODULE_OPTIONS],
     },
     {
       provide: HERD_GUARD_ENGINE,
@@ -48,11 +50,8 @@ import { HerdGuardService } from './herd-guard.service.js';
       useFactory: (resources: HerdGuardResources) => resources.hotKeys,
       inject: [HERD_GUARD_RESOURCES],
     },
-    HerdGuardService,
-    HerdGuardHealthIndicator,
     CachedMethodsExplorer,
   ],
-  exports: [HerdGuardService, HerdGuardHealthIndicator],
 })
 export class HerdGuardModule extends ConfigurableHerdGuardModule implements OnApplicationShutdown {
   constructor(@Inject(HERD_GUARD_RESOURCES) private readonly resources: HerdGuardResources) {

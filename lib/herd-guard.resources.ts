@@ -5,6 +5,7 @@ import { EventLogger } from './logging/event-logger.js';
 import { HotKeyTracker } from './metrics/hot-key-tracker.js';
 import { PrometheusMetrics } from './metrics/prometheus-metrics.js';
 import { validateModuleOptions } from './herd-guard-options.validator.js';
+import { DEFAULT_CACHE_NAME } from './herd-guard.names.js';
 import type { HerdGuardModuleOptions } from './interfaces/herd-guard-module-options.interface.js';
 import type { HerdStore } from './core/herd-store.interface.js';
 import { MemoryStore } from './stores/memory/memory.store.js';
@@ -26,8 +27,11 @@ export interface HerdGuardResources {
   readonly logger: EventLogger | undefined;
 }
 
-/** Validates the options, then opens the store (unless one was given) and the engine over it. */
-export async function openResources(input: unknown): Promise<HerdGuardResources> {
+/**
+ * Validates the options of the cache `name`, then opens the store (unless one was given) and the
+ * engine over it.
+ */
+export async function openResources(input: unknown, name: string): Promise<HerdGuardResources> {
   const options = validateModuleOptions(input);
   const ownedStore = options.store === undefined ? await openStore(options) : undefined;
   const store = options.store ?? (ownedStore as HerdStore);
@@ -35,8 +39,8 @@ export async function openResources(input: unknown): Promise<HerdGuardResources>
     const engine = new HerdEngine({ store, policy: options.policy });
     const hotKeys =
       options.hotKeys === 0 ? undefined : new HotKeyTracker(engine, options.hotKeys ?? 64);
-    const metrics = await openMetrics(engine, options);
-    const logger = openLogger(engine, options);
+    const metrics = await openMetrics(engine, options, name);
+    const logger = openLogger(engine, options, name);
     return { options, engine, ownedStore, hotKeys, metrics, logger };
   } catch (error) {
     await ownedStore?.close();
@@ -44,23 +48,33 @@ export async function openResources(input: unknown): Promise<HerdGuardResources>
   }
 }
 
+/**
+ * The `cache` label is the cache's name, so that the caches of one app differ in a shared registry;
+ * the unnamed cache keeps its namespace (or `default`), as before names existed.
+ */
 async function openMetrics(
   engine: HerdEngine,
   options: HerdGuardModuleOptions,
+  name: string,
 ): Promise<PrometheusMetrics | undefined> {
   if (options.metrics === undefined || options.metrics === false) return undefined;
   const settings = options.metrics === true ? {} : options.metrics;
   return PrometheusMetrics.create(engine, {
-    cacheName: options.namespace ?? 'default',
+    cacheName: name === DEFAULT_CACHE_NAME ? (options.namespace ?? DEFAULT_CACHE_NAME) : name,
     ...settings,
   });
 }
 
-function openLogger(engine: HerdEngine, options: HerdGuardModuleOptions): EventLogger | undefined {
+/** Logs of a named cache go under the context `HerdGuard:<name>`. */
+function openLogger(
+  engine: HerdEngine,
+  options: HerdGuardModuleOptions,
+  name: string,
+): EventLogger | undefined {
   if (options.logging === false) return undefined;
   const logger =
     options.logging === undefined || options.logging === true
-      ? new Logger('HerdGuard')
+      ? new Logger(name === DEFAULT_CACHE_NAME ? 'HerdGuard' : `HerdGuard:${name}`)
       : options.logging;
   return new EventLogger(engine, logger);
 }

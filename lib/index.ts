@@ -78,6 +78,15 @@ export type {
 export { HerdGuardService } from './herd-guard.service.js';
 export type { HerdGuardMetricsSnapshot, WriteOptions } from './herd-guard.service.js';
 export { HERD_GUARD_ENGINE } from './herd-guard.constants.js';
+export {
+  DEFAULT_CACHE_NAME,
+  getHerdGuardHealthToken,
+  getHerdGuardToken,
+} from './herd-guard.names.js';
+export {
+  InjectHerdGuard,
+  InjectHerdGuardHealth,
+} from './decorators/inject-herd-guard.decorator.js';
 export { Cached } from './decorators/cached.decorator.js';
 export { CachedRoute } from './decorators/cached-route.decorator.js';
 export { SkipCache } from './decorators/skip-cache.decorator.js';

@@ -6,17 +6,19 @@ import { ConfigurationError } from '../errors/configuration.error.js';
 import { LoaderFailedError } from '../errors/loader-failed.error.js';
 import {
   HERD_GUARD_CACHED,
+  HERD_GUARD_CACHE_NAME,
   HERD_GUARD_DEFAULT_POLICY,
-  HERD_GUARD_RESOURCES,
   HERD_GUARD_ROUTE,
+  HERD_GUARD_SERVICE,
 } from '../herd-guard.constants.js';
-import { type HerdGuardResources, closeResources } from '../herd-guard.resources.js';
-import { HerdGuardService } from '../herd-guard.service.js';
+import { HerdGuardCaches } from '../herd-guard.caches.js';
+import { DEFAULT_CACHE_NAME } from '../herd-guard.names.js';
+import type { HerdGuardService } from '../herd-guard.service.js';
 import type { CachedOptions } from '../interfaces/cached-options.interface.js';
 import type { CachedRouteOptions } from '../interfaces/cached-route-options.interface.js';
 import { methodCacheKey } from '../keys/method-key.js';
 import { designReturnType, isClassOrSubclass } from '../metadata/design-metadata.js';
-import { functionOption, tagsOption } from '../metadata/option-fields.js';
+import { cacheOption, functionOption, tagsOption } from '../metadata/option-fields.js';
 import { routeConfig } from '../metadata/route-config.js';
 import {
   KeyPrefixes,
@@ -44,10 +46,12 @@ interface MethodPlan {
 }
 
 /**
- * At module init, wraps the `@Cached` methods of this application's singleton providers with this
- * module's {@link HerdGuardService} (an own property of each instance: the class is untouched), and
- * checks every `@Cached` and `@CachedRoute` option, so a bad one fails the bootstrap. Default keys
- * and their prefixes: docs/nestjs.md#how-cached-works.
+ * At module init, wraps the `@Cached` methods of this application's singleton providers that go
+ * through this module's cache (their `cache` option names it) with its {@link HerdGuardService} (an
+ * own property of each instance: the class is untouched), and checks every `@Cached` and
+ * `@CachedRoute` option, so a bad one fails the bootstrap. Default keys and their prefixes:
+ * docs/nestjs.md#how-cached-works. Each cache's module has one; default key prefixes are unique per
+ * cache.
  */
 @Injectable()
 export class CachedMethodsExplorer implements OnModuleInit {
@@ -57,20 +61,21 @@ export class CachedMethodsExplorer implements OnModuleInit {
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     private readonly reflector: Reflector,
-    private readonly herd: HerdGuardService,
+    @Inject(HERD_GUARD_SERVICE) private readonly herd: HerdGuardService,
     @Inject(HERD_GUARD_DEFAULT_POLICY) private readonly defaultPolicy: CachePolicy | undefined,
-    @Inject(HERD_GUARD_RESOURCES) private readonly resources: HerdGuardResources,
+    @Inject(HERD_GUARD_CACHE_NAME) private readonly name: string,
+    private readonly caches: HerdGuardCaches,
   ) {}
 
   /**
-   * A bad option fails the bootstrap; Nest then calls no shutdown hook, so what the module opened
-   * (Redis connections) is closed here first.
+   * A bad option fails the bootstrap; Nest then calls no shutdown hook, so what the app's caches
+   * opened (Redis connections) is closed here first.
    */
   async onModuleInit(): Promise<void> {
     try {
       this.#explore();
     } catch (error) {
-      await closeResources(this.resources);
+      await this.caches.closeAll();
       throw error;
     }
   }
@@ -93,11 +98,12 @@ export class CachedMethodsExplorer implements OnModuleInit {
     if (typeof instance !== 'object' || instance === null) return;
     const prototype = Object.getPrototypeOf(instance) as object | null;
     if (prototype === null || prototype === Object.prototype) return;
-    const methods = this.scanner
-      .getAllMethodNames(prototype)
-      .filter((name) => this.#cachedOptions(prototype, name) !== undefined);
-    if (methods.length === 0) return;
     const className = (instance as object).constructor.name;
+    const methods = this.scanner.getAllMethodNames(prototype).filter((name) => {
+      const options = this.#cachedOptions(prototype, name);
+      return options !== undefined && this.#isOwn(options.cache, `@Cached(${className}.${name})`);
+    });
+    if (methods.length === 0) return;
     if (!wrapper.isDependencyTreeStatic() || wrapper.isTransient) {
       this.#logger.warn(
         `@Cached on ${className} is ignored: only singleton providers are cached (not request-scoped or transient ones)`,
@@ -133,7 +139,13 @@ export class CachedMethodsExplorer implements OnModuleInit {
   /** Checks the options of one `@Cached` method and decides what the wrapper returns. */
   #plan(prototype: object, className: string, name: string, provider: ProviderName): MethodPlan {
     const field = `@Cached(${className}.${name})`;
-    const { key, keyPrefix, tags, ...policy } = this.#cachedOptions(prototype, name) ?? {};
+    const {
+      key,
+      keyPrefix,
+      tags,
+      cache: _cache,
+      ...policy
+    } = this.#cachedOptions(prototype, name) ?? {};
     resolvePolicy(policy, this.defaultPolicy, field);
     const original = (prototype as Record<string, Method>)[name];
     if (keyPrefix !== undefined && (typeof keyPrefix !== 'string' || keyPrefix.length === 0)) {
@@ -210,9 +222,28 @@ export class CachedMethodsExplorer implements OnModuleInit {
       );
       if (controllerOptions === undefined && handlerOptions === undefined) continue;
       const field = `@CachedRoute(${controller.name}.${name})`;
-      const { policy } = routeConfig(controllerOptions, handlerOptions, field);
-      resolvePolicy(policy, this.defaultPolicy, field);
+      const { policy, cache } = routeConfig(controllerOptions, handlerOptions, field);
+      if (this.#isOwn(cache, field)) resolvePolicy(policy, this.defaultPolicy, field);
     }
+  }
+
+  /**
+   * Whether a `cache` option names this module's cache. Every module checks every option, so the
+   * first to start fails the bootstrap on a name the app has no cache for.
+   */
+  #isOwn(option: unknown, field: string): boolean {
+    const name = cacheOption(option, `${field}.cache`) ?? DEFAULT_CACHE_NAME;
+    const known = this.caches.names();
+    if (!known.includes(name)) {
+      const caches = known.map((each) => JSON.stringify(each)).join(', ');
+      throw new ConfigurationError(
+        `${field}.cache`,
+        option === undefined
+          ? `names no cache, and the app has no default cache (HerdGuardModule.forRoot() without a name); its caches are ${caches}`
+          : `the app has no cache named ${JSON.stringify(name)} (HerdGuardModule.forRoot({ name })); its caches are ${caches}`,
+      );
+    }
+    return name === this.name;
   }
 }
 

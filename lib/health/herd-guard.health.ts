@@ -1,6 +1,7 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { BreakerState, StoreStatus } from '../core/herd-store.interface.js';
-import { HerdGuardService } from '../herd-guard.service.js';
+import { HERD_GUARD_SERVICE } from '../herd-guard.constants.js';
+import type { HerdGuardService } from '../herd-guard.service.js';
 
 /** A health status as `@nestjs/terminus` reads it (terminus 11 knows only `up` and `down`). */
 export type HerdGuardHealthStatus = 'up' | 'degraded' | 'down';
@@ -58,7 +59,8 @@ export interface HerdGuardHealthOptions<
  */
 @Injectable()
 export class HerdGuardHealthIndicator {
-  constructor(private readonly cache: HerdGuardService) {}
+  /** `cache`: the service of the module the indicator belongs to (its cache, named or not). */
+  constructor(@Inject(HERD_GUARD_SERVICE) private readonly cache: HerdGuardService) {}
 
   isHealthy<
     const Key extends string = 'herdGuard',

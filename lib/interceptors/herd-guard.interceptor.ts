@@ -7,15 +7,17 @@ import {
   Optional,
   ServiceUnavailableException,
 } from '@nestjs/common';
-import { HttpAdapterHost, Reflector } from '@nestjs/core';
+import { HttpAdapterHost, ModuleRef, Reflector } from '@nestjs/core';
 import { type Observable, defaultIfEmpty, from, map, mergeMap, of, takeLast, tap } from 'rxjs';
 import type { LoadContext, ReadResult } from '../core/herd-engine.js';
+import { ConfigurationError } from '../errors/configuration.error.js';
 import { KeySerializationError } from '../errors/key-serialization.error.js';
 import { LoaderFailedError } from '../errors/loader-failed.error.js';
 import { LoaderTimeoutError } from '../errors/loader-timeout.error.js';
 import { UpstreamUnavailableError } from '../errors/upstream-unavailable.error.js';
 import { WaitTimeoutError } from '../errors/wait-timeout.error.js';
 import { HERD_GUARD_ROUTE, HERD_GUARD_SKIP } from '../herd-guard.constants.js';
+import { DEFAULT_CACHE_NAME, getHerdGuardToken } from '../herd-guard.names.js';
 import { HerdGuardService } from '../herd-guard.service.js';
 import type { CachedRouteOptions } from '../interfaces/cached-route-options.interface.js';
 import { routeCacheKey } from '../keys/route-key.js';
@@ -56,6 +58,8 @@ interface KeyedRequest {
  * One run of the handler as its key's loader, and what its response must agree with to be stored.
  */
 interface HandlerRun {
+  /** The cache the route's entries are in. */
+  readonly cache: HerdGuardService;
   readonly key: string;
   /**
    * The route is scoped: its entries belong to one user, and `Cache-Control: private` is allowed.
@@ -102,11 +106,18 @@ export class HerdGuardInterceptor implements NestInterceptor {
   readonly #fences = new HeadFences();
   /** Made on first use: the HTTP adapter may be set after the interceptor is made. */
   #replays: ReplayPlans | undefined;
+  /** The named caches routes asked for (`@CachedRoute({ cache })`), looked up on first use. */
+  readonly #namedCaches = new Map<string, HerdGuardService>();
 
+  /**
+   * `herd` is the default cache; `moduleRef` finds the named caches of routes that ask for one (a
+   * subclass that uses them passes it on).
+   */
   constructor(
     protected readonly herd: HerdGuardService,
     protected readonly reflector: Reflector,
     @Optional() protected readonly httpAdapterHost?: HttpAdapterHost,
+    @Optional() protected readonly moduleRef?: ModuleRef,
   ) {}
 
   intercept(
@@ -175,15 +186,17 @@ export class HerdGuardInterceptor implements NestInterceptor {
     // cache.
     const head = ResponseHead.watch(response.node);
     const route = this.routeConfigOf(context);
+    const cache = this.#cacheOf(route);
     const tags = typeof route.tags === 'function' ? route.tags(context) : route.tags;
     const read = new RequestRead();
     const load = (loading: LoadContext<unknown>): Observable<StoredResponse> => {
       read.handlerStarted();
-      return this.#load(context, next, { key, scoped, vary, exchange, head }, loading.stale).pipe(
+      const run = { cache, key, scoped, vary, exchange, head };
+      return this.#load(context, next, run, loading.stale).pipe(
         tap({ error: (error: unknown) => read.handlerFailed(error) }),
       );
     };
-    const answer = this.herd.read(key, load, { policy: route.policy, tags }).then(
+    const answer = cache.read(key, load, { policy: route.policy, tags }).then(
       (result) => {
         // The engine served the others a stale entry (fail-safe); this request keeps what its
         // handler sent.
@@ -261,7 +274,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
    * session middleware sets cookies on its responses).
    */
   #fenceOnHead(
-    { key, head }: HandlerRun,
+    { cache, key, head }: HandlerRun,
     handler: HandlerState,
     uncacheable: () => UncacheableResponse,
   ): void {
@@ -274,7 +287,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
       handler.cacheable = false;
       // A store error is the engine's to report (events, metrics); the entry then expires with its
       // TTL.
-      await this.herd.delete(key).catch(() => undefined);
+      await cache.delete(key).catch(() => undefined);
     });
   }
 
@@ -418,6 +431,26 @@ export class HerdGuardInterceptor implements NestInterceptor {
     }
     const merged = mergeVary(response.header('vary'), vary);
     if (merged !== undefined) response.setHeader('Vary', merged);
+  }
+
+  /** The cache of a route: the default one, or the one its `cache` option names. */
+  #cacheOf(route: RouteConfig): HerdGuardService {
+    if (route.cache === undefined || route.cache === DEFAULT_CACHE_NAME) return this.herd;
+    let cache = this.#namedCaches.get(route.cache);
+    if (cache === undefined) {
+      if (this.moduleRef === undefined) {
+        throw new ConfigurationError(
+          'cache',
+          `HerdGuardInterceptor needs a ModuleRef to find the cache "${route.cache}": pass it to its constructor`,
+        );
+      }
+      // The module checked at start that the app has this cache.
+      cache = this.moduleRef.get<HerdGuardService>(getHerdGuardToken(route.cache), {
+        strict: false,
+      });
+      this.#namedCaches.set(route.cache, cache);
+    }
+    return cache;
   }
 
   /**

@@ -24,4 +24,9 @@ export interface CachedOptions<A extends unknown[] = never[]> extends CachePolic
    * instance as `this`).
    */
   readonly tags?: readonly string[] | ((...args: A) => readonly string[]);
+  /**
+   * The cache the method goes through: the `name` of one `HerdGuardModule.forRoot({ name })` of the
+   * app. Default: the unnamed cache. A name the app has no cache for fails the bootstrap.
+   */
+  readonly cache?: string;
 }

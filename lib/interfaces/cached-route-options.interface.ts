@@ -31,4 +31,9 @@ export interface CachedRouteOptions extends CachePolicy {
    * pass through uncached.
    */
   readonly shareAcrossUsers?: boolean;
+  /**
+   * The cache the route's responses go in: the `name` of one `HerdGuardModule.forRoot({ name })`
+   * of the app. Default: the unnamed cache (the one `HerdGuardInterceptor` is made with).
+   */
+  readonly cache?: string;
 }

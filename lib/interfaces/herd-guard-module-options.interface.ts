@@ -57,4 +57,12 @@ export interface HerdGuardModuleOptions {
 export interface HerdGuardModuleExtras {
   /** Register the module globally, so feature modules need not import it. Default `false`. */
   readonly isGlobal?: boolean;
+  /**
+   * The cache's name, for an app with several caches (each `forRoot` its own store, namespace and
+   * policy): inject it with `@InjectHerdGuard(name)` and route methods to it with
+   * `@Cached({ cache: name })`. 1-64 characters from A-Z a-z 0-9 . _ : -; unique in the app. Default
+   * `'default'`: the cache `HerdGuardService` (the class) injects. In `forRootAsync` it sits next to
+   * `useFactory`, not in what the factory returns.
+   */
+  readonly name?: string;
 }

@@ -46,3 +46,15 @@ export function stringList(value: unknown, field: string): string[] {
   }
   return [...(value as string[])];
 }
+
+/**
+ * Checks a `cache` option: when given, a non-empty string (whether the app has that cache is
+ * checked at start, against the modules it imports).
+ */
+export function cacheOption(value: unknown, field: string): string | undefined {
+  if (value === undefined || (typeof value === 'string' && value.length > 0)) return value;
+  throw new ConfigurationError(
+    field,
+    `expected the name of a cache (HerdGuardModule.forRoot({ name })), received ${typeof value === 'string' ? '""' : typeof value}`,
+  );
+}

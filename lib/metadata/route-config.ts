@@ -1,7 +1,13 @@
 import type { CachePolicy } from '../core/policy.js';
 import { ConfigurationError } from '../errors/configuration.error.js';
 import type { CachedRouteOptions } from '../interfaces/cached-route-options.interface.js';
-import { assertOptionsObject, functionOption, stringList, tagsOption } from './option-fields.js';
+import {
+  assertOptionsObject,
+  cacheOption,
+  functionOption,
+  stringList,
+  tagsOption,
+} from './option-fields.js';
 
 /** The `@CachedRoute` options of one handler (laid over its controller's), checked and split. */
 export interface RouteConfig {
@@ -16,6 +22,8 @@ export interface RouteConfig {
   readonly tags: CachedRouteOptions['tags'];
   readonly scope: CachedRouteOptions['scope'];
   readonly shareAcrossUsers: boolean;
+  /** The `name` of the cache the route uses; `undefined` for the default cache. */
+  readonly cache?: string;
 }
 
 /**
@@ -30,7 +38,7 @@ export function routeConfig(
 ): RouteConfig {
   assertOptionsObject(controllerOptions, field);
   assertOptionsObject(handlerOptions, field);
-  const { vary, ignoreQuery, tags, scope, shareAcrossUsers, ...policy } = {
+  const { vary, ignoreQuery, tags, scope, shareAcrossUsers, cache, ...policy } = {
     ...controllerOptions,
     ...handlerOptions,
   };
@@ -47,5 +55,6 @@ export function routeConfig(
     tags: tagsOption(tags, `${field}.tags`),
     scope: functionOption(scope, `${field}.scope`),
     shareAcrossUsers: shareAcrossUsers === true,
+    cache: cacheOption(cache, `${field}.cache`),
   };
 }
