@@ -254,12 +254,7 @@ export class FillProtocol {
     try {
       if (lease !== undefined) runtime.emit({ type: 'lease-acquired', key, fence: lease.fence });
       // Re-check: another process may have refreshed the key between our read and our lease.
-      if (
-        request.mode !== 'forced' &&
-        current !== undefined &&
-        isFresh(current, runtime.now()) &&
-        isNewer(current, request.stale)
-      ) {
+      if (current !== undefined && this.#spares(request, current)) {
         return { entry: current, loaded: false };
       }
       // Index the key under its tags first: a tag invalidated while the loader runs then fences it.
@@ -473,6 +468,20 @@ export class FillProtocol {
       cell.learn(cell.version);
       return { kind: 'unreachable' };
     }
+  }
+
+  /**
+   * Whether `current`, what the store held when the lease was granted, spares this fill its load:
+   * fresh, and newer than the value the request refreshes, or that very version, which the request
+   * took as stale only because the store could not be asked then (a copy answering as stale); a
+   * load would replace the store's fresh value with nothing newer. `warm` takes only a value newer
+   * than what its call read, and `forced` always loads.
+   */
+  #spares<T>(request: FillRequest<T>, current: Entry): boolean {
+    const { mode, stale } = request;
+    if (mode === 'forced' || !isFresh(current, this.#runtime.now())) return false;
+    if (mode === 'warm') return isNewer(current, stale);
+    return stale === undefined || current.version >= stale.version;
   }
 
   /** What a fill may hand back instead of loading, while another process holds the lease. */
