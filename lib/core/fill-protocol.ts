@@ -472,16 +472,17 @@ export class FillProtocol {
 
   /**
    * Whether `current`, what the store held when the lease was granted, spares this fill its load:
-   * fresh, and newer than the value the request refreshes, or that very version, which the request
-   * took as stale only because the store could not be asked then (a copy answering as stale); a
-   * load would replace the store's fresh value with nothing newer. `warm` takes only a value newer
-   * than what its call read, and `forced` always loads.
+   * fresh, and newer than the value the request refreshes, or that very version taken as stale
+   * (only because the store could not be asked then: its copy answered as stale), which a load
+   * would replace with nothing newer. An early refresh of a fresh value still loads; `warm` takes
+   * only a newer value, and `forced` always loads.
    */
   #spares<T>(request: FillRequest<T>, current: Entry): boolean {
     const { mode, stale } = request;
-    if (mode === 'forced' || !isFresh(current, this.#runtime.now())) return false;
-    if (mode === 'warm') return isNewer(current, stale);
-    return stale === undefined || current.version >= stale.version;
+    const now = this.#runtime.now();
+    if (mode === 'forced' || !isFresh(current, now)) return false;
+    if (isNewer(current, stale)) return true;
+    return mode !== 'warm' && current.version === stale?.version && !isFresh(stale, now);
   }
 
   /** What a fill may hand back instead of loading, while another process holds the lease. */
