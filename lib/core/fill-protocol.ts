@@ -254,12 +254,7 @@ export class FillProtocol {
     try {
       if (lease !== undefined) runtime.emit({ type: 'lease-acquired', key, fence: lease.fence });
       // Re-check: another process may have refreshed the key between our read and our lease.
-      if (
-        request.mode !== 'forced' &&
-        current !== undefined &&
-        isFresh(current, runtime.now()) &&
-        isNewer(current, request.stale)
-      ) {
+      if (current !== undefined && this.#spares(request, current)) {
         return { entry: current, loaded: false };
       }
       // Index the key under its tags first: a tag invalidated while the loader runs then fences it.
@@ -473,6 +468,21 @@ export class FillProtocol {
       cell.learn(cell.version);
       return { kind: 'unreachable' };
     }
+  }
+
+  /**
+   * Whether `current`, what the store held when the lease was granted, spares this fill its load:
+   * fresh, and newer than the value the request refreshes, or that very version taken as stale
+   * (only because the store could not be asked then: its copy answered as stale), which a load
+   * would replace with nothing newer. An early refresh of a fresh value still loads; `warm` takes
+   * only a newer value, and `forced` always loads.
+   */
+  #spares<T>(request: FillRequest<T>, current: Entry): boolean {
+    const { mode, stale } = request;
+    const now = this.#runtime.now();
+    if (mode === 'forced' || !isFresh(current, now)) return false;
+    if (isNewer(current, stale)) return true;
+    return mode !== 'warm' && current.version === stale?.version && !isFresh(stale, now);
   }
 
   /** What a fill may hand back instead of loading, while another process holds the lease. */

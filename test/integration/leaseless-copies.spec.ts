@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { HerdEngine } from '../../lib/index.js';
 import type { RedisStoreOptions } from '../../lib/redis.js';
+import { counted } from '../helpers/counted.js';
 import { type Deferred, deferred, eventually, sleep, until } from '../helpers/deferred.js';
 import { stopAllFaultProxies } from '../helpers/fault-proxy.js';
 import { type RedisPod, useRedisServer } from '../helpers/redis-fixture.js';
@@ -157,5 +158,31 @@ describe('a read Redis cannot answer, of a key this pod saw invalidated', () => 
     before.release.resolve('loaded before the delete');
     await expect(second).resolves.toMatchObject({ value: 'loaded after the delete' });
     await expect(first).resolves.toMatchObject({ value: 'loaded before the delete' });
+  });
+});
+
+describe('a read Redis cannot answer, of a key this pod holds a copy of', () => {
+  it('is answered with the copy as stale; its refresh, leased once Redis is back, keeps the value Redis holds', async () => {
+    // Without near-cache hits every read goes to Redis; the copy only answers while Redis cannot.
+    const options = { namespace: `leaseless${(run += 1)}`, url: redis.server.url, ...STORE };
+    const pod = await redis.pod({ ...options, nearCache: false });
+    const other = await redis.pod(options);
+    await pod.engine.set('k', 'stored');
+    redis.server.freeze();
+    const reload = counted(async () => 'reloaded');
+    await expect(pod.engine.read('k', reload)).resolves.toMatchObject({
+      value: 'stored',
+      path: 'stale',
+    });
+    // Redis is back before the refresh of that stale answer asks for the lease (on the next turn).
+    redis.server.thaw();
+    await until(() => pod.engine.activity().inflight === 0, 5_000, 'the refresh to end');
+
+    // Redis held a fresh value all along, the very one the copy was: nothing to load over it.
+    expect(reload.calls).toBe(0);
+    await expect(other.engine.read('k', async () => 'never')).resolves.toMatchObject({
+      value: 'stored',
+      path: 'fresh',
+    });
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { EngineRuntime } from '../../../lib/core/engine-runtime.js';
-import { type Entry, newEntry } from '../../../lib/core/entry.js';
+import { type Entry, markedStale, newEntry } from '../../../lib/core/entry.js';
 import { type FillRequest, FillProtocol } from '../../../lib/core/fill-protocol.js';
 import { FlightCell } from '../../../lib/core/key-flights.js';
 import {
@@ -87,6 +87,25 @@ async function staleKey(
     }),
   );
   clock.advance(2_000);
+  return { stale: store.get('k').entry as Entry, version };
+}
+
+/** `k` stored as `stored`, fresh for an hour. */
+async function freshKey(store: MemoryStore) {
+  const policy = resolvePolicy({ soft: '1h' });
+  const now = Date.now();
+  const version = await store.set(
+    'k',
+    newEntry({
+      value: 'stored',
+      policy,
+      random: () => 0.5,
+      loadStartedAt: now,
+      now,
+      version: 0,
+      tags: undefined,
+    }),
+  );
   return { stale: store.get('k').entry as Entry, version };
 }
 
@@ -189,6 +208,43 @@ describe('FillProtocol', () => {
     expect(fills.backingOff('k', fenceOf('k')! + 1)).toBe(false);
     await runtime.settled();
     expect(store.leases).toBe(1);
+  });
+
+  it.each(['background', 'miss'] as const)(
+    'does not load (%s) over the fresh value its lease finds, when the request took that very version as stale',
+    async (mode) => {
+      const store = new MemoryStore();
+      const { fill } = pod(store, { soft: '1h' });
+      const { stale, version } = await freshKey(store);
+      // What a store answers while it cannot be asked: its copy of the key, as stale.
+      const fallback = markedStale(stale, stale.version);
+      const loader = counted(() => 'loaded over it');
+      const filled = await fill('k', loader, {
+        stale: fallback,
+        mode,
+        fromVersion: version,
+        cell: new FlightCell(version),
+      });
+      expect(loader.calls).toBe(0);
+      expect(filled).toMatchObject({ loaded: false, entry: { value: 'stored', version } });
+      expect(store.get('k').entry).toMatchObject({ value: 'stored', version });
+      expect(store.leases).toBe(0);
+    },
+  );
+
+  it('still loads for warm() when its lease finds the very value its call read', async () => {
+    const store = new MemoryStore();
+    const { fill } = pod(store, { soft: '1h' });
+    const { stale, version } = await freshKey(store);
+    const loader = counted(() => 'warmed');
+    const filled = await fill('k', loader, {
+      stale,
+      mode: 'warm',
+      fromVersion: version,
+      cell: new FlightCell(version),
+    });
+    expect(loader.calls).toBe(1);
+    expect(filled).toMatchObject({ loaded: true, entry: { value: 'warmed' } });
   });
 
   it('removes a key whose loader answers that it is gone, instead of serving its stale value', async () => {
