@@ -4,6 +4,7 @@ export type {
   EngineActivity,
   HerdEngineOptions,
   LoadContext,
+  LoadPolicy,
   Loader,
   ReadOptions,
   ReadResult,

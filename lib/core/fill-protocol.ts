@@ -20,6 +20,7 @@ import {
 } from './entry.js';
 import type { FillWatch, Lease } from './herd-store.interface.js';
 import type { FlightCell } from './key-flights.js';
+import { type LoadChoice, LoadChoices } from './load-choices.js';
 import { LoadScope } from './load-scope.js';
 import type { LoadContext, Loader } from './loader.js';
 import { type ResolvedPolicy, maxLifetimeMs } from './policy.js';
@@ -69,6 +70,13 @@ export interface FillRequest<T> {
    * Raised as the fill learns the key's version, so callers that saw a newer one do not join it.
    */
   readonly cell: FlightCell;
+}
+
+/** What a loader returned, what it read from the cache, and how it chose to cache its value. */
+interface LoadedValue<T> {
+  readonly value: T;
+  readonly scope: LoadScope;
+  readonly choice: LoadChoice;
 }
 
 type LeaseOutcome =
@@ -260,7 +268,7 @@ export class FillProtocol {
       // Index the key under its tags first: a tag invalidated while the loader runs then fences it.
       const indexed = await this.#indexTags(key, request.tags, policy);
       const loadStartedAt = runtime.now();
-      let loaded: { value: T; scope: LoadScope };
+      let loaded: LoadedValue<T>;
       try {
         loaded = await this.#runLoader(request, stale, lease, controller);
       } catch (error) {
@@ -308,30 +316,39 @@ export class FillProtocol {
         }
         throw error instanceof HerdGuardError ? error : new LoaderFailedError(key, error);
       }
+      // What the loader chose from its value: TTLs, tags, not to store it, or to keep the stale one.
+      const { choice } = loaded;
+      const chosen = choice.policy;
       // A value shared without its tag index would escape tag invalidation: write it once more,
       // else store the value stale. (One loaded without a lease is never shared.)
       const unindexed =
-        !indexed && lease !== undefined && !(await this.#indexTags(key, request.tags, policy));
+        lease !== undefined &&
+        choice.cache &&
+        !(await this.#indexTags(key, this.#tagsToIndex(request, choice, indexed), chosen));
       const now = runtime.now();
       const version = lease?.fence ?? request.cell.version;
       // What every pod will read back (this one too): a value that cannot be stored fails here.
-      const value = storable(key, loaded.value, policy.serializer);
+      const value = storable(
+        key,
+        choice.unchanged === undefined ? loaded.value : choice.unchanged.value,
+        chosen.serializer,
+      );
       const { random } = runtime;
       const entry = newEntry({
         value,
-        policy,
+        policy: chosen,
         random,
         loadStartedAt,
         now,
         version,
-        tags: request.tags,
-        inputs: loaded.scope,
+        tags: choice.tags,
+        inputs: loaded.scope.boundsFor(maxLifetimeMs(chosen), loadStartedAt),
         unindexed,
       });
       this.#backoff.recordSuccess(key);
       // Store (if the fence still holds), release and wake followers in one store step.
       let stored = false;
-      if (!isNegative(entry) || policy.negativeTtlMs > 0) {
+      if (choice.cache && (!isNegative(entry) || chosen.negativeTtlMs > 0)) {
         const outcome = await this.#store(key, entry, lease);
         leaseSettled = outcome !== 'failed';
         stored = outcome === 'stored' && lease !== undefined;
@@ -358,6 +375,17 @@ export class FillProtocol {
         );
       }
     }
+  }
+
+  /**
+   * The tags to record (again) once the loader chose: those it added, and all of them when they
+   * were not recorded before the load or the loader made the value outlive their records.
+   */
+  #tagsToIndex<T>(request: FillRequest<T>, choice: LoadChoice, indexed: boolean): string[] {
+    const all = choice.tags ?? [];
+    if (!indexed || maxLifetimeMs(choice.policy) > maxLifetimeMs(request.policy)) return [...all];
+    const before = new Set(request.tags);
+    return all.filter((tag) => !before.has(tag));
   }
 
   /**
@@ -388,7 +416,7 @@ export class FillProtocol {
     stale: Entry | undefined,
     lease: Lease | undefined,
     controller: AbortController,
-  ): Promise<{ value: T; scope: LoadScope }> {
+  ): Promise<LoadedValue<T>> {
     const { key, loader, policy } = request;
     const runtime = this.#runtime;
     const loaders = this.#loaders;
@@ -399,13 +427,22 @@ export class FillProtocol {
       timeoutMs === undefined
         ? undefined
         : setTimeout(() => controller.abort(new LoaderTimeoutError(key, timeoutMs)), timeoutMs);
+    const choices = new LoadChoices(key, policy, stale);
     const context: LoadContext<T> = {
       key,
       signal: controller.signal,
       fence: lease?.fence,
       stale: stale?.value as T | undefined,
+      setPolicy: (chosen) => choices.setPolicy(chosen),
+      doNotCache: () => choices.doNotCache(),
+      unchanged: () => choices.unchanged() as T,
     };
-    const scope = new LoadScope(key, runtime.scopes.current(), maxLifetimeMs(policy));
+    const scope = new LoadScope(
+      key,
+      runtime.scopes.current(),
+      maxLifetimeMs(policy),
+      context as LoadContext<unknown>,
+    );
     const aborted = new Promise<never>((_, reject) => {
       controller.signal.addEventListener('abort', () => reject(controller.signal.reason), {
         once: true,
@@ -422,8 +459,12 @@ export class FillProtocol {
     }
     // A loader that ignores its signal is abandoned, not awaited.
     return Promise.race([value, aborted])
-      .then((loaded) => ({ value: loaded, scope }))
+      .then((loaded) => {
+        choices.close();
+        return { value: loaded, scope, choice: choices.resolve(request.tags) };
+      })
       .finally(() => {
+        choices.close();
         endScope();
         if (timer !== undefined) clearTimeout(timer);
         loaders.delete(controller);

@@ -16,7 +16,7 @@ import { FillProtocol } from './fill-protocol.js';
 import type { HerdStore, StoreSnapshot } from './herd-store.interface.js';
 import { Invalidation } from './invalidation.js';
 import type { LoadScope } from './load-scope.js';
-import { type Loader, assertLoader } from './loader.js';
+import { type LoadContext, type Loader, assertLoader } from './loader.js';
 import {
   type CachePolicy,
   type ResolvedPolicy,
@@ -28,7 +28,7 @@ import { type ReadOptions, type ReadResult, sameTags, toResult } from './read-re
 import { storable } from './serializers.js';
 import type { StatsSnapshot } from './stats.js';
 
-export type { LoadContext, Loader } from './loader.js';
+export type { LoadContext, LoadPolicy, Loader } from './loader.js';
 export type { ReadOptions, ReadResult } from './read-result.js';
 
 export interface HerdEngineOptions {
@@ -250,6 +250,16 @@ export class HerdEngine {
    */
   policyFor(policy: CachePolicy | undefined): ResolvedPolicy {
     return policy === undefined ? this.#defaults : this.#policies.resolve(policy);
+  }
+
+  /**
+   * The context of the loader this code runs inside (the innermost load of this engine in the
+   * current async context), or `undefined` outside a loader: code a loader calls (a decorated
+   * method, a route handler, a repository) can choose how the value is cached without being passed
+   * the context.
+   */
+  currentLoad<T = unknown>(): LoadContext<T> | undefined {
+    return this.#runtime.scopes.current()?.context as LoadContext<T> | undefined;
   }
 
   /** Subscribes to engine events (metrics, logs). Returns the unsubscribe function. */

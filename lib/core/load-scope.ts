@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { type Entry, type InputBounds, isFresh } from './entry.js';
+import type { LoadContext } from './loader.js';
 
 /**
  * What a running loader has read from the same cache: a value derived from other keys is never
@@ -29,7 +30,23 @@ export class LoadScope implements InputBounds {
     readonly parent: LoadScope | undefined,
     /** How long the store keeps this key among its inputs' dependents. */
     readonly linkTtlMs: number,
+    /** The context the loader was given, for code it calls (`currentLoad()`). */
+    readonly context?: LoadContext<unknown>,
   ) {}
+
+  /**
+   * The bounds of a value that lives `lifetimeMs` from `loadStartedAt`: those of its inputs, and,
+   * when its loader chose to outlive the links recorded to its inputs, no later than they expire
+   * (an input invalidated after that would no longer reach it).
+   */
+  boundsFor(lifetimeMs: number, loadStartedAt: number): InputBounds {
+    if (lifetimeMs <= this.linkTtlMs || this.hardBoundMs === Number.POSITIVE_INFINITY) return this;
+    return {
+      softBoundMs: this.softBoundMs,
+      hardBoundMs: Math.min(this.hardBoundMs, loadStartedAt + this.linkTtlMs),
+      untracked: this.untracked,
+    };
+  }
 
   /** Records one input as read at `now`. */
   record(entry: Entry, now: number): void {
