@@ -238,6 +238,16 @@ export class HerdGuardService {
     return { warmed, failed };
   }
 
+  /**
+   * The context of the load running in this async context, or `undefined` outside one: a `@Cached`
+   * method, a route handler, or code they call, chooses through it how the value being loaded is
+   * cached (`setPolicy`, `doNotCache`, `unchanged`) and reads the stale value being refreshed.
+   * The innermost load of this cache counts (another cache's loads have their own).
+   */
+  currentLoad<T = unknown>(): LoadContext<T> | undefined {
+    return this.engine.currentLoad<T>();
+  }
+
   /** Counters since start: reads by path, loads, coalesced callers, leases, waits, errors. */
   stats(): StatsSnapshot {
     return this.engine.stats();
