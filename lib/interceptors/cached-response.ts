@@ -98,6 +98,31 @@ export function forbidsStoring(cacheControl: string | undefined, scoped: boolean
 }
 
 /**
+ * The cache lifetime a response's `Cache-Control` gives a shared cache (RFC 9111 §5.2.2), in ms:
+ * `s-maxage`, else `max-age`, as `softMs`, and `stale-while-revalidate` (RFC 5861) as `staleMs`.
+ * `undefined` when it names no lifetime (or only malformed ones, which are ignored).
+ */
+export function cacheControlLifetime(
+  cacheControl: string | undefined,
+): { readonly softMs: number; readonly staleMs: number | undefined } | undefined {
+  if (cacheControl === undefined) return undefined;
+  const seconds = new Map<string, number>();
+  for (const directive of cacheControl.split(',')) {
+    const [rawName, ...rest] = directive.split('=');
+    const value = rest
+      .join('=')
+      .trim()
+      .replace(/^"(.*)"$/, '$1');
+    // delta-seconds (RFC 9111 §1.2.2): digits only.
+    if (/^\d+$/.test(value)) seconds.set(rawName!.trim().toLowerCase(), Number(value));
+  }
+  const lifetime = seconds.get('s-maxage') ?? seconds.get('max-age');
+  if (lifetime === undefined || lifetime === 0) return undefined;
+  const stale = seconds.get('stale-while-revalidate');
+  return { softMs: lifetime * 1_000, staleMs: stale === undefined ? undefined : stale * 1_000 };
+}
+
+/**
  * A value the interceptor stored as a response (anything else found under a route key is a bare
  * body).
  */

@@ -23,7 +23,12 @@ import type { CachedRouteOptions } from '../interfaces/cached-route-options.inte
 import { routeCacheKey } from '../keys/route-key.js';
 import { type RouteConfig, routeConfig } from '../metadata/route-config.js';
 import { cacheHeaders } from './cache-headers.js';
-import { CACHEABLE_STATUSES, type CachedResponse, forbidsStoring } from './cached-response.js';
+import {
+  CACHEABLE_STATUSES,
+  type CachedResponse,
+  cacheControlLifetime,
+  forbidsStoring,
+} from './cached-response.js';
 import { HeadFences } from './head-fences.js';
 import { HttpRequest } from './http-request.js';
 import { HttpResponse } from './http-response.js';
@@ -71,6 +76,10 @@ interface HandlerRun {
   readonly exchange: ResponseExchange;
   /** Its head as it goes out (`undefined` off Node.js). */
   readonly head: ResponseHead | undefined;
+  /** The engine's context of this load, where the response's own TTL is chosen. */
+  readonly loading: LoadContext<unknown>;
+  /** The route takes the soft TTL from the handler's `Cache-Control`. */
+  readonly ttlFromCacheControl: boolean;
 }
 
 /** Per handler, read once: its identity in keys and whether it may be cached at all. */
@@ -191,7 +200,8 @@ export class HerdGuardInterceptor implements NestInterceptor {
     const read = new RequestRead();
     const load = (loading: LoadContext<unknown>): Observable<StoredResponse> => {
       read.handlerStarted();
-      const run = { cache, key, scoped, vary, exchange, head };
+      const { ttlFromCacheControl } = route;
+      const run = { cache, key, scoped, vary, exchange, head, loading, ttlFromCacheControl };
       return this.#load(context, next, run, loading.stale).pipe(
         tap({ error: (error: unknown) => read.handlerFailed(error) }),
       );
@@ -298,7 +308,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
   #toStored(
     body: unknown,
     { status, headers, contentType }: HandlerOutput,
-    { exchange, scoped, vary }: HandlerRun,
+    { exchange, scoped, vary, loading, ttlFromCacheControl }: HandlerRun,
     handler: HandlerState,
   ): StoredResponse {
     if (!CACHEABLE_STATUSES.has(status))
@@ -322,6 +332,14 @@ export class HerdGuardInterceptor implements NestInterceptor {
     }
     if (exchange.response.header('set-cookie') !== undefined) {
       throw new UncacheableResponse(body, status, 'Set-Cookie');
+    }
+    const lifetime = ttlFromCacheControl ? cacheControlLifetime(cacheControl) : undefined;
+    if (lifetime !== undefined) {
+      loading.setPolicy(
+        lifetime.staleMs === undefined
+          ? { soft: lifetime.softMs }
+          : { soft: lifetime.softMs, hard: lifetime.softMs + lifetime.staleMs },
+      );
     }
     const sent = this.#replayPlans.platform.sent(body, contentType, status);
     if (sent === undefined)

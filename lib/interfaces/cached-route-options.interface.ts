@@ -32,6 +32,13 @@ export interface CachedRouteOptions extends CachePolicy {
    */
   readonly shareAcrossUsers?: boolean;
   /**
+   * Let the handler's own `Cache-Control` set how long its response stays fresh: `s-maxage`, else
+   * `max-age`, is the soft TTL, and `stale-while-revalidate` (if given) the stale window after it
+   * (otherwise the hard TTL is the route's, raised to the soft one when shorter). A response
+   * without either directive keeps the route's policy. Default `false`.
+   */
+  readonly ttlFromCacheControl?: boolean;
+  /**
    * The cache the route's responses go in: the `name` of one `HerdGuardModule.forRoot({ name })`
    * of the app. Default: the unnamed cache (the one `HerdGuardInterceptor` is made with).
    */

@@ -22,6 +22,8 @@ export interface RouteConfig {
   readonly tags: CachedRouteOptions['tags'];
   readonly scope: CachedRouteOptions['scope'];
   readonly shareAcrossUsers: boolean;
+  /** The handler's `Cache-Control` sets the soft TTL of its response. */
+  readonly ttlFromCacheControl: boolean;
   /** The `name` of the cache the route uses; `undefined` for the default cache. */
   readonly cache?: string;
 }
@@ -38,7 +40,16 @@ export function routeConfig(
 ): RouteConfig {
   assertOptionsObject(controllerOptions, field);
   assertOptionsObject(handlerOptions, field);
-  const { vary, ignoreQuery, tags, scope, shareAcrossUsers, cache, ...policy } = {
+  const {
+    vary,
+    ignoreQuery,
+    tags,
+    scope,
+    shareAcrossUsers,
+    ttlFromCacheControl,
+    cache,
+    ...policy
+  } = {
     ...controllerOptions,
     ...handlerOptions,
   };
@@ -48,6 +59,12 @@ export function routeConfig(
       `expected true or false, received ${typeof shareAcrossUsers}`,
     );
   }
+  if (ttlFromCacheControl !== undefined && typeof ttlFromCacheControl !== 'boolean') {
+    throw new ConfigurationError(
+      `${field}.ttlFromCacheControl`,
+      `expected true or false, received ${typeof ttlFromCacheControl}`,
+    );
+  }
   return {
     policy: Object.keys(policy).length === 0 ? undefined : policy,
     vary: stringList(vary, `${field}.vary`).map((name) => name.toLowerCase()),
@@ -55,6 +72,7 @@ export function routeConfig(
     tags: tagsOption(tags, `${field}.tags`),
     scope: functionOption(scope, `${field}.scope`),
     shareAcrossUsers: shareAcrossUsers === true,
+    ttlFromCacheControl: ttlFromCacheControl === true,
     cache: cacheOption(cache, `${field}.cache`),
   };
 }

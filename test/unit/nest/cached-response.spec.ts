@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import {
+  cacheControlLifetime,
   forbidsStoring,
   isCachedResponse,
   replayedHeaders,
@@ -69,5 +70,18 @@ describe('what the interceptor may store', () => {
     expect(isCachedResponse({ body: 1 })).toBe(false);
     expect(isCachedResponse([200])).toBe(false);
     expect(isCachedResponse(null)).toBe(false);
+  });
+});
+
+describe('the lifetime a handler gives its response (ttlFromCacheControl)', () => {
+  it.each([
+    ['public, max-age=120', { softMs: 120_000, staleMs: undefined }],
+    ['max-age=3600, S-MaxAge=60', { softMs: 60_000, staleMs: undefined }],
+    ['max-age="30", stale-while-revalidate=15', { softMs: 30_000, staleMs: 15_000 }],
+    ['max-age=abc, s-maxage=-5', undefined],
+    ['no-transform', undefined],
+    [undefined, undefined],
+  ])('reads %j as %j', (header, lifetime) => {
+    expect(cacheControlLifetime(header)).toEqual(lifetime);
   });
 });
