@@ -108,6 +108,31 @@ export function describeAdaptiveCaching(
       expect(await a!.peek('doc:1')).toMatchObject({ path: 'stale' });
     });
 
+    it('fences the refresh of a value whose loader added a tag when that tag is invalidated during the refresh', async () => {
+      const { engines } = await launch({ count: 2, policy: { soft: '1h' } });
+      const [a, b] = engines;
+      const row = { value: 'v1' };
+      const tagged = (gate?: Promise<void>) => async (context: LoadContext<string>) => {
+        const seen = row.value;
+        context.setPolicy({ tags: ['owner:7'] });
+        if (gate !== undefined) await gate;
+        return seen;
+      };
+      await a!.getOrLoad('k', tagged());
+      await a!.expire('k');
+      const gate = deferred();
+      const stale = await a!.read('k', tagged(gate.promise));
+      expect(stale.path).toBe('stale');
+      await until(() => a!.activity().loaders === 1, 5_000, 'the refresh to read the row');
+      // The row changes and its owner's tag is invalidated while the refresh holds the old row.
+      row.value = 'v2';
+      await b!.deleteTag('owner:7');
+      gate.resolve();
+      await stale.revalidated;
+      // The old row is not stored: the next read loads the new one.
+      await expect(b!.getOrLoad('k', tagged())).resolves.toBe('v2');
+    });
+
     it('gives every caller of the flight a value its loader chose not to cache, and the next read loads again', async () => {
       const { engines } = await launch({ count: 2, policy: { soft: '1h' } });
       const [a, b] = engines;
