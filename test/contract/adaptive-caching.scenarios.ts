@@ -157,6 +157,27 @@ export function describeAdaptiveCaching(
       expect(a!.activity().inflight).toBe(0);
     });
 
+    it('lets a pod waiting for a load that is not cached load in turn', async () => {
+      const { engines } = await launch({ count: 2, policy: { soft: '1h' } });
+      const [a, b] = engines;
+      const gate = deferred();
+      let runs = 0;
+      const loader = async (context: LoadContext<string>): Promise<string> => {
+        runs += 1;
+        const run = runs;
+        if (run === 1) await gate.promise;
+        context.doNotCache();
+        return `partial ${run}`;
+      };
+      const first = a!.getOrLoad('k', loader);
+      await until(() => runs === 1, 5_000, 'the first load to start');
+      const waiting = b!.getOrLoad('k', loader);
+      await until(() => b!.stats().waits.started >= 1, 5_000, 'pod b to wait for the lease');
+      gate.resolve();
+      await expect(first).resolves.toBe('partial 1');
+      await expect(waiting).resolves.toBe('partial 2');
+    });
+
     it('keeps a "not found" for the TTL its loader chose, then loads again', async () => {
       const { engines, storedTtlMs } = await launch({
         count: 1,
