@@ -1,6 +1,13 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Injectable, Module, type INestApplicationContext } from '@nestjs/common';
-import { Cached, HerdGuardModule, HerdGuardService, methodCacheKey } from '../../../lib/index.js';
+import {
+  Cached,
+  HerdGuardModule,
+  HerdGuardService,
+  InjectHerdGuard,
+  getHerdGuardToken,
+  methodCacheKey,
+} from '../../../lib/index.js';
 import { startContext } from '../../helpers/nest-app.js';
 
 interface Article {
@@ -37,9 +44,32 @@ class ArticlesRepository {
   }
 }
 
+/** A method of a named cache: it reaches its load through that cache's service. */
+@Injectable()
+class SessionsStore {
+  /** What the default cache's service said inside the named cache's load. */
+  defaultSaw: unknown = 'not called';
+
+  constructor(
+    @InjectHerdGuard('sessions') private readonly sessions: HerdGuardService,
+    private readonly herd: HerdGuardService,
+  ) {}
+
+  @Cached({ cache: 'sessions' })
+  async find(token: string): Promise<{ token: string; remember: boolean }> {
+    const session = { token, remember: token.startsWith('r') };
+    this.defaultSaw = this.herd.currentLoad();
+    this.sessions.currentLoad()?.setPolicy({ soft: session.remember ? '1h' : '1m' });
+    return session;
+  }
+}
+
 @Module({
-  imports: [HerdGuardModule.forRoot({ policy: { soft: '30s', jitter: 0 } })],
-  providers: [ArticlesRepository],
+  imports: [
+    HerdGuardModule.forRoot({ policy: { soft: '30s', jitter: 0 } }),
+    HerdGuardModule.forRoot({ name: 'sessions', policy: { soft: '10s', jitter: 0 } }),
+  ],
+  providers: [ArticlesRepository, SessionsStore],
 })
 class AppModule {}
 
@@ -88,6 +118,17 @@ describe('a @Cached method choosing how its result is cached (HerdGuardService.c
     expect(
       await app.get(HerdGuardService).peek(methodCacheKey('ArticlesRepository.draft', [1])),
     ).toBeUndefined();
+  });
+
+  it("lets a method of a named cache choose through that cache's service (another cache's sees no load)", async () => {
+    const app = await start();
+    const sessions = app.get(SessionsStore);
+    await sessions.find('r-42');
+    expect(sessions.defaultSaw).toBeUndefined();
+    const entry = await app
+      .get<HerdGuardService>(getHerdGuardToken('sessions'))
+      .peek(methodCacheKey('SessionsStore.find', ['r-42']));
+    expect(entry!.softExpireAt - entry!.createdAt).toBe(3_600_000);
   });
 
   it('gives no load context outside a load', async () => {
