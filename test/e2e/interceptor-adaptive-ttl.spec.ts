@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
-import { Controller, Get, type INestApplication, Module, Param, Res } from '@nestjs/common';
+import { Controller, Get, Header, type INestApplication, Module, Param, Res } from '@nestjs/common';
 import { APP_INTERCEPTOR, HttpAdapterHost } from '@nestjs/core';
 import request from 'supertest';
 import {
@@ -18,6 +18,8 @@ const CACHE_CONTROL: Readonly<Record<string, string>> = {
   'max-age-120': 'public, max-age=120',
   'max-age-1': 'public, max-age=1',
   shared: 'public, max-age=3600, s-maxage=60, stale-while-revalidate=30',
+  'no-store': 'no-store, max-age=60',
+  private: 'private, max-age=60',
 };
 
 /** The upstream's current ETag for the feed: unchanged unless a test changes it. */
@@ -42,6 +44,14 @@ class PricesController {
   ): { run: number } {
     this.adapterHost.httpAdapter.setHeader(response, 'Cache-Control', CACHE_CONTROL[name]!);
     return { run: this.runs.next(name) };
+  }
+
+  /** A Cache-Control written with @Header (no @Res): refreshed in the background as usual. */
+  @Get('static')
+  @CachedRoute({ ttlFromCacheControl: true })
+  @Header('Cache-Control', 'public, max-age=90')
+  static(): { run: number } {
+    return { run: this.runs.next('static') };
   }
 
   /** The same answer, on a route that keeps its own policy. */
@@ -104,6 +114,25 @@ describe.each(ADAPTERS)('a route whose handler sets its own TTL, on %s', (adapte
     expect(entry!.softExpireAt - entry!.createdAt).toBe(120_000);
     expect(entry!.hardExpireAt - entry!.createdAt).toBe(7_200_000);
   });
+
+  it('takes the TTL from a Cache-Control written with @Header', async () => {
+    await http().get('/static');
+    const hit = await http().get('/static');
+    expect(hit.headers['x-cache']).toBe('HIT');
+    expect(hit.headers['cache-control']).toBe('public, max-age=90');
+    const entry = await entryOf(0);
+    expect(entry!.softExpireAt - entry!.createdAt).toBe(90_000);
+  });
+
+  it.each(['no-store', 'private'])(
+    'still passes through a response whose Cache-Control forbids storing (%s)',
+    async (name) => {
+      const first = await http().get(`/prices/${name}`);
+      const second = await http().get(`/prices/${name}`);
+      expect([first.body.run, second.body.run]).toEqual([1, 2]);
+      expect(second.headers['x-cache']).toBeUndefined();
+    },
+  );
 
   it('takes s-maxage over max-age, and stale-while-revalidate as the stale window', async () => {
     await http().get('/prices/shared');
