@@ -21,6 +21,7 @@ import {
 import type { FillWatch, Lease } from './herd-store.interface.js';
 import type { FlightCell } from './key-flights.js';
 import { type LoadChoice, LoadChoices } from './load-choices.js';
+import { LoadDurations, MIN_STUCK_MS } from './load-durations.js';
 import { LoadScope } from './load-scope.js';
 import type { LoadContext, Loader } from './loader.js';
 import { type ResolvedPolicy, maxLifetimeMs } from './policy.js';
@@ -30,6 +31,9 @@ import { storable } from './serializers.js';
  * A follower re-checks the store at least this often: a lost notification costs at most this long.
  */
 export const RECHECK_INTERVAL_MS = 250;
+
+/** What a watch that was stopped resolves: never settles (its race was decided already). */
+const never: Promise<never> = new Promise<never>(() => undefined);
 
 /** The shortest wait before extending a lease again after an extension failed. */
 const MIN_EXTEND_RETRY_MS = 50;
@@ -104,6 +108,8 @@ export class FillProtocol {
   readonly #watches = new Set<FillWatch>();
   /** One per running loader; `stop()` aborts them. */
   readonly #loaders = new Map<AbortController, string>();
+  /** How long loads of each key usually take: when a lease holder counts as stuck. */
+  readonly #durations = new LoadDurations();
 
   constructor(runtime: EngineRuntime, onGone: (key: string) => Promise<unknown>) {
     this.#runtime = runtime;
@@ -113,12 +119,18 @@ export class FillProtocol {
 
   run<T>(request: FillRequest<T>): Promise<Fill> {
     const fills = this.#fills;
+    const durations = this.#durations;
+    const { key } = request;
+    if (request.stale !== undefined) durations.record(key, request.stale);
     const running = this.#run(request);
     fills.add(running);
     const settled = (): void => {
       fills.delete(running);
     };
-    running.then(settled, settled);
+    running.then((fill) => {
+      settled();
+      durations.record(key, fill.entry);
+    }, settled);
     return running;
   }
 
@@ -205,13 +217,13 @@ export class FillProtocol {
         const now = performance.now();
         if (holder?.version !== outcome.version) holder = { version: outcome.version, since: now };
         if (now >= giveUpAt) return await this.#onWaitTimeout(request, now - waitStartedAt);
-        const stuckAt = holder.since + policy.waitTimeoutMs;
+        // A holder is stuck once it loads far longer than loads of this key usually take (at most
+        // waitTimeout, see LoadDurations).
+        const stuckAt = holder.since + this.#durations.stuckAfterMs(key, policy.waitTimeoutMs);
         if (now >= stuckAt && triedFrom !== holder.version) {
-          // The holder made no progress within waitTimeout: take its lease over. The
-          // compare-and-set
-          // on its version lets one caller in the cluster win; the others then wait for that one,
-          // and
-          // a lease taken over this way is not taken over again (a slow load is replaced once).
+          // The holder is stuck: take its lease over. The compare-and-set on its version lets one
+          // caller in the cluster win; the others then wait for that one, and a lease taken over
+          // this way is not taken over again (a slow load is replaced once).
           takeoverFrom = triedFrom = holder.version;
           continue;
         }
@@ -254,8 +266,13 @@ export class FillProtocol {
     let leaseSettled = false;
     let holdLeaseMs = 0;
     const controller = new AbortController();
+    // A value a later load stores (a takeover of this one, deemed stuck) answers this fill's
+    // callers at once, whether or not this loader ever ends.
+    const replacement =
+      lease === undefined ? undefined : this.#replacementOf(key, lease.fence, policy);
     // A refresh nobody waits for stops when its lease is lost: its value could not be stored.
     const onLost = (): void => {
+      replacement?.leaseLost();
       if (request.mode === 'background') controller.abort(new LoadFencedError(key));
     };
     const keepAlive = lease === undefined ? undefined : this.#keepLeaseAlive(lease, policy, onLost);
@@ -270,7 +287,18 @@ export class FillProtocol {
       const loadStartedAt = runtime.now();
       let loaded: LoadedValue<T>;
       try {
-        loaded = await this.#runLoader(request, stale, lease, controller);
+        const running = this.#runLoader(request, stale, lease, controller);
+        const first =
+          replacement === undefined ? running : Promise.race([running, replacement.found]);
+        const outcome = await first;
+        replacement?.stop();
+        if (!('scope' in outcome)) {
+          // Replaced: this load's value could not be stored any more; its loader is told to stop.
+          controller.abort(new LoadFencedError(key));
+          runtime.emit({ type: 'load-fenced', key, background: request.mode === 'background' });
+          return { entry: outcome, loaded: false };
+        }
+        loaded = outcome;
       } catch (error) {
         // Stopped by close() or fenced: not the loader's failure, and nothing to back off from.
         if (error instanceof ClosedError && runtime.closed) throw error;
@@ -365,6 +393,7 @@ export class FillProtocol {
       return { entry, loaded: true, stored };
     } finally {
       keepAlive?.stop();
+      replacement?.stop();
       if (lease !== undefined && !leaseSettled) {
         runtime.track(
           holdLeaseMs > 0
@@ -469,6 +498,55 @@ export class FillProtocol {
         if (timer !== undefined) clearTimeout(timer);
         loaders.delete(controller);
       });
+  }
+
+  /**
+   * Watches, while this process loads `key` under the lease of `fence`, for a value a later load
+   * stored: `found` resolves with it, fresh and at a newer version than the fence (the store's word
+   * for the key, as a follower would read it). Only once this load has run long enough that a
+   * follower may deem it stuck ({@link MIN_STUCK_MS}, or `waitTimeout` if shorter): a follower's
+   * takeover then answers this process's callers too, whether or not this loader ever ends, while
+   * a load overtaken sooner (a `refresh()`) still answers its own callers with its own value. Woken
+   * by the key's notifications; once the lease is known lost, the store is also re-checked every
+   * {@link RECHECK_INTERVAL_MS} (notifications are hints).
+   */
+  #replacementOf(
+    key: string,
+    fence: number,
+    policy: ResolvedPolicy,
+  ): { readonly found: Promise<Entry>; leaseLost(): void; stop(): void } {
+    const runtime = this.#runtime;
+    const watch = runtime.store.watchFill(key);
+    const eligibleAt = performance.now() + Math.min(MIN_STUCK_MS, policy.waitTimeoutMs);
+    let lost = false;
+    let stopped = false;
+    const found = (async (): Promise<Entry> => {
+      /** Something may have changed since the last look: a notification, or the lease lost. */
+      let due = false;
+      for (;;) {
+        const leftMs = eligibleAt - performance.now();
+        const woken = await watch.next(leftMs > 0 ? leftMs : RECHECK_INTERVAL_MS);
+        if (stopped || runtime.closed) return never;
+        due ||= woken || lost;
+        if (!due || performance.now() < eligibleAt) continue;
+        due = false;
+        const seen = await runtime.storeGet(key);
+        if (stopped) return never;
+        const entry = seen.version > fence ? runtime.decoded(key, seen.entry) : undefined;
+        if (entry !== undefined && entry.version > fence && isFresh(entry, runtime.now()))
+          return entry;
+      }
+    })();
+    return {
+      found,
+      leaseLost: () => {
+        lost = true;
+      },
+      stop: () => {
+        stopped = true;
+        watch.close();
+      },
+    };
   }
 
   /** Nobody filled the key within `waitTimeout`: apply `onWaitTimeout`. */

@@ -213,3 +213,74 @@ describe('Redis faults: an owner slower than waitTimeout', () => {
       expect(['loaded by the owner', 'loaded by the takeover']).toContain(answer);
   }, 20_000);
 });
+
+describe('Redis faults: an owner whose loader never settles (a hung query)', () => {
+  it("is taken over once, well before waitTimeout, when the key usually loads fast: every caller on every pod, the hung pod's own included, gets the takeover's value, and the hung load's late value is fenced", async () => {
+    const namespace = `hung-owner${(run += 1)}`;
+    // waitTimeout far beyond this test's limits: only the adaptive threshold can answer in time.
+    const policy: CachePolicy = { waitTimeout: '60s', leaseTtl: '3s' };
+    const pods = [
+      await pod(namespace, server.url, policy),
+      await pod(namespace, server.url, policy),
+      await pod(namespace, server.url, policy),
+      await pod(namespace, server.url, policy),
+    ];
+
+    // A first herd: every pod sees how long a load of `k` usually takes (until the gate opens).
+    const first = deferred<string>();
+    let firstLoads = 0;
+    const usual = () => {
+      firstLoads += 1;
+      return first.promise;
+    };
+    const herd = pods.map(({ engine }) => engine.getOrLoad('k', usual));
+    await until(
+      () => pods.reduce((sum, { engine }) => sum + engine.stats().waits.started, 0) === 3,
+      5_000,
+      'the other pods to follow the first load',
+    );
+    first.resolve('v1');
+    await expect(Promise.all(herd)).resolves.toEqual(['v1', 'v1', 'v1', 'v1']);
+    expect(firstLoads).toBe(1);
+    await pods[0]!.engine.delete('k');
+
+    // The key's next owner hangs; three callers on each pod.
+    const hung = deferred<string>();
+    let hungLoads = 0;
+    const hungLoader = () => {
+      hungLoads += 1;
+      return hung.promise;
+    };
+    let takeovers = 0;
+    const takeoverLoader = () => {
+      takeovers += 1;
+      return 'taken over';
+    };
+    let leaseTakeovers = 0;
+    for (const { engine } of pods)
+      engine.onEvent((event) => {
+        if (event.type === 'lease-takeover') leaseTakeovers += 1;
+      });
+    const answers: unknown[] = [];
+    const answer = (value: unknown): number => answers.push(value);
+    const own = [1, 2, 3].map(() => pods[0]!.engine.getOrLoad('k', hungLoader));
+    await until(() => hungLoads === 1, 5_000, 'the owner to load');
+    const others = pods
+      .slice(1)
+      .flatMap(({ engine }) => [1, 2, 3].map(() => engine.getOrLoad('k', takeoverLoader)));
+    for (const call of [...own, ...others]) void call.then(answer, answer);
+    await until(() => answers.length === 12, 20_000, 'every caller on every pod to be answered');
+    expect(answers).toEqual(Array.from({ length: 12 }, () => 'taken over'));
+    expect(hungLoads + takeovers).toBe(2);
+    expect(leaseTakeovers).toBe(1);
+
+    // The hung load ends after all: its value is fenced, every pod keeps the takeover's.
+    hung.resolve('late');
+    await sleep(50);
+    const fresh = await pod(namespace, server.url, policy);
+    await expect(fresh.engine.getOrLoad('k', takeoverLoader)).resolves.toBe('taken over');
+    for (const { engine } of pods)
+      await expect(engine.getOrLoad('k', takeoverLoader)).resolves.toBe('taken over');
+    expect(takeovers).toBe(1);
+  }, 40_000);
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { HerdEngine, type LoadContext, MemoryStore } from '../../../lib/index.js';
+import { type CachePolicy, HerdEngine, type LoadContext, MemoryStore } from '../../../lib/index.js';
 import { counted } from '../../helpers/counted.js';
 import { deferred, flush, sleep, until } from '../../helpers/deferred.js';
 import { memoryEngine } from '../../helpers/engine.js';
@@ -46,6 +46,51 @@ describe('HerdEngine leases across processes sharing one store', () => {
     await expect(owned).resolves.toBe('stuck');
     await expect(followers[0]!.getOrLoad('k', takeover)).resolves.toBe('taken over');
   });
+
+  it("takes a hung owner over well before waitTimeout when the key usually loads fast, and answers the hung process's own callers with the takeover's value", async () => {
+    const store = new MemoryStore();
+    // waitTimeout far beyond this test's limits: only the adaptive threshold can answer in time.
+    const policy: CachePolicy = { waitTimeout: '60s', leaseTtl: '10s' };
+    const engines = [0, 1, 2].map(() => new HerdEngine({ store, policy }));
+    // A first herd: every process sees how long a load of `k` takes (here: until the gate opens).
+    const first = deferred<string>();
+    const usual = counted(() => first.promise);
+    const herd = engines.map((engine) => engine.getOrLoad('k', usual));
+    await until(() => engines[1]!.stats().waits.started + engines[2]!.stats().waits.started === 2);
+    first.resolve('v1');
+    await expect(Promise.all(herd)).resolves.toEqual(['v1', 'v1', 'v1']);
+    expect(usual.calls).toBe(1);
+    await engines[0]!.delete('k');
+
+    // The key's next owner hangs (a query that never returns).
+    const hung = deferred<string>();
+    const hungLoader = counted(() => hung.promise);
+    const takeover = counted((context: LoadContext<string>) =>
+      context.fence === undefined ? 'unleased' : 'taken over',
+    );
+    const answers: unknown[] = [];
+    const answer = (value: unknown): number => answers.push(value);
+    const own = [1, 2, 3].map(() =>
+      engines[0]!.getOrLoad('k', hungLoader).catch((error: unknown) => error),
+    );
+    await until(() => hungLoader.calls === 1);
+    const others = engines
+      .slice(1)
+      .flatMap((engine) => [1, 2, 3].map(() => engine.getOrLoad('k', takeover)));
+    for (const call of [...own, ...others]) void call.then(answer, answer);
+    await until(() => answers.length === 9, 15_000, 'every caller to be answered');
+    expect(answers).toEqual(Array.from({ length: 9 }, () => 'taken over'));
+    expect(hungLoader.calls + takeover.calls).toBe(2);
+    expect(engines[0]!.activity().loaders).toBe(0);
+
+    // The hung load ends after all: its late value is fenced, the takeover's stays.
+    hung.resolve('late');
+    await flush();
+    for (const engine of engines)
+      await expect(engine.getOrLoad('k', takeover)).resolves.toBe('taken over');
+    expect(takeover.calls).toBe(1);
+    await Promise.all(engines.map((engine) => engine.close()));
+  }, 20_000);
 
   it('keeps the lease alive while a load outlives the lease TTL, so no second loader starts', async () => {
     const store = new MemoryStore();
