@@ -25,7 +25,13 @@ async function handle(request: PodRequestEnvelope): Promise<unknown> {
         request.redisUrl,
         request.namespace,
       );
-      runner = new PodRunner(pod, () => counterClient.incr(request.counterKey));
+      runner = new PodRunner(
+        pod,
+        () => counterClient.incr(request.counterKey),
+        // The first pod process to claim a hang token (S10) hangs that call.
+        async (token) =>
+          (await counterClient.set(`bench:hang:${token}`, '1', 'PX', 600_000, 'NX')) === 'OK',
+      );
       return process.pid;
     }
     case 'burst':

@@ -4,7 +4,7 @@
  */
 import { type PeerPod, type PeerServed, type PeerTtl } from '../peers/peer.js';
 import { Histogram, type HistogramData } from './histogram.js';
-import { type LoaderCall, LoaderLog, type LoaderSpec } from './loader.js';
+import { type HangClaim, type LoaderCall, LoaderLog, type LoaderSpec } from './loader.js';
 import { epochMs, sleepUntil, yieldToLoop } from './time.js';
 
 /** C callers asking one key at the same moment. */
@@ -15,7 +15,15 @@ export interface BurstSpec {
   readonly loader: LoaderSpec;
   /** Start at this epoch time (pod processes); at once, synchronously, when absent. */
   readonly startAtEpochMs?: number;
+  /**
+   * Callers not answered this long after the burst started count as answered then, with the error
+   * `no answer` (S10: a loader that never settles); absent: wait for every answer.
+   */
+  readonly deadlineMs?: number;
 }
+
+/** The error label of a caller not answered by the burst's deadline. */
+export const NO_ANSWER = 'no answer';
 
 export interface BurstResult {
   /** One per caller, from its call to its answer (value or error). */
@@ -118,8 +126,9 @@ export class PodRunner {
   constructor(
     private readonly pod: PeerPod,
     countCall?: () => Promise<unknown>,
+    claimHang?: HangClaim,
   ) {
-    this.#log = new LoaderLog(countCall);
+    this.#log = new LoaderLog(countCall, claimHang);
   }
 
   /**
@@ -137,15 +146,20 @@ export class PodRunner {
     const values: Record<string, number> = {};
     const startedAtEpochMs = epochMs();
     const calls: Array<Promise<void>> = [];
+    const answered = new Array<boolean>(spec.callers).fill(false);
     for (let i = 0; i < spec.callers; i++) {
       const startedAt = performance.now();
       calls.push(
         this.pod.get(spec.key, loader, spec.ttl).then(
           (value) => {
+            if (answered[i] === true) return;
+            answered[i] = true;
             latenciesMs[i] = performance.now() - startedAt;
             values[value] = (values[value] ?? 0) + 1;
           },
           (error: unknown) => {
+            if (answered[i] === true) return;
+            answered[i] = true;
             latenciesMs[i] = performance.now() - startedAt;
             const label = errorLabel(error);
             errors[label] = (errors[label] ?? 0) + 1;
@@ -153,7 +167,25 @@ export class PodRunner {
         ),
       );
     }
-    return Promise.all(calls).then(() => ({ latenciesMs, errors, values, startedAtEpochMs }));
+    const all = Promise.all(calls);
+    const result = (): BurstResult => ({ latenciesMs, errors, values, startedAtEpochMs });
+    const { deadlineMs } = spec;
+    if (deadlineMs === undefined) return all.then(result);
+    return new Promise<BurstResult>((resolve) => {
+      const timer = setTimeout(() => {
+        for (let i = 0; i < spec.callers; i++) {
+          if (answered[i] === true) continue;
+          answered[i] = true;
+          latenciesMs[i] = deadlineMs;
+          errors[NO_ANSWER] = (errors[NO_ANSWER] ?? 0) + 1;
+        }
+        resolve(result());
+      }, deadlineMs);
+      void all.then(() => {
+        clearTimeout(timer);
+        resolve(result());
+      });
+    });
   }
 
   async churn(spec: ChurnSpec): Promise<ChurnResult> {

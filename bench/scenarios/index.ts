@@ -9,6 +9,7 @@ import { s6FailingBackend } from './s6-failing-backend.js';
 import { s7Http } from './s7-http.js';
 import { s8InvalidationSpread } from './s8-invalidation-spread.js';
 import { s9RedisFrozen } from './s9-redis-frozen.js';
+import { s10StuckOwner } from './s10-stuck-owner.js';
 import { type Scenario } from './scenario.js';
 
 export const SCENARIOS: readonly Scenario[] = [
@@ -21,4 +22,5 @@ export const SCENARIOS: readonly Scenario[] = [
   s7Http,
   s8InvalidationSpread,
   s9RedisFrozen,
+  s10StuckOwner,
 ];
