@@ -18,8 +18,11 @@ export type HerdEvent =
       readonly negative: boolean;
       readonly durationMs: number;
     }
-  /** A caller joined a load already running in this process instead of starting one. */
-  | { readonly type: 'coalesced'; readonly key: string }
+  /**
+   * `callers` callers joined a load already running in this process instead of starting one: one
+   * event per join, however many callers (sharing one read) joined together.
+   */
+  | { readonly type: 'coalesced'; readonly key: string; readonly callers: number }
   | { readonly type: 'lease-acquired'; readonly key: string; readonly fence: number }
   /** Another caller (likely another process) holds the lease. */
   | { readonly type: 'lease-contended'; readonly key: string }

@@ -550,7 +550,7 @@ export class HerdEngine {
     const runtime = this.#runtime;
     const { flights } = runtime;
     const joined = (flights.joinable(key, version) ? 1 : 0) + (retry ? 0 : read.joiners);
-    for (let i = 0; i < joined; i += 1) runtime.emit({ type: 'coalesced', key });
+    if (joined > 0) runtime.emit({ type: 'coalesced', key, callers: joined });
     const timeoutMs = this.#callerTimeoutMs(read, stale);
     const limits =
       read.signal === undefined && timeoutMs === undefined

@@ -61,7 +61,7 @@ export class EngineStats {
   count(event: HerdEvent): void {
     switch (event.type) {
       case 'coalesced':
-        this.#coalesced += 1;
+        this.#coalesced += event.callers;
         break;
       case 'load-ok':
         this.#loadsOk += 1;

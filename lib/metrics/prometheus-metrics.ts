@@ -326,7 +326,7 @@ export class PrometheusMetrics {
           readTimers[event.path].observe(event.durationMs / 1_000);
           break;
         case 'coalesced':
-          coalesced.inc({ cache });
+          coalesced.inc({ cache }, event.callers);
           break;
         case 'load-ok':
           loads.inc({ cache, result: 'ok', trigger: event.background ? 'refresh' : 'miss' });

@@ -18,6 +18,22 @@ describe('HerdEngine under a stampede', () => {
     expect(engine.stats().coalesced).toBe(999);
   });
 
+  it('reports callers that join a load together (sharing one read) as one coalesced event that counts them all', async () => {
+    const engine = new HerdEngine({ store: asyncReads(new MemoryStore()) });
+    const events: HerdEvent[] = [];
+    engine.onEvent((event) => {
+      if (event.type === 'coalesced') events.push(event);
+    });
+    const gate = deferred<string>();
+    const loader = counted(() => gate.promise);
+    const reads = Array.from({ length: 1_000 }, () => engine.getOrLoad('cold', loader));
+    gate.resolve('value');
+    await Promise.all(reads);
+    expect(loader.calls).toBe(1);
+    expect(events).toEqual([{ type: 'coalesced', key: 'cold', callers: 999 }]);
+    expect(engine.stats().coalesced).toBe(999);
+  });
+
   it('gives all 1,000 callers the typed error when the loader throws, and runs the loader again on the next call', async () => {
     const engine = memoryEngine();
     const gate = deferred<string>();
