@@ -29,8 +29,9 @@ export type HerdEvent =
   /** The lease could not be extended while the loader ran: it expired or was taken. */
   | { readonly type: 'lease-lost'; readonly key: string }
   /**
-   * A follower got the lease after its holder made no progress within `waitTimeout` (a stuck or
-   * dead owner elsewhere): it loads in the holder's place. Not emitted for `refresh()`.
+   * A follower got the lease after its holder loaded far longer than loads of the key usually take
+   * (at most `waitTimeout`: a stuck or dead owner elsewhere): it loads in the holder's place. Not
+   * emitted for `refresh()`.
    */
   | { readonly type: 'lease-takeover'; readonly key: string }
   /** A follower started waiting for another process's fill. */

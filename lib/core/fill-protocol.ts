@@ -647,9 +647,8 @@ export class FillProtocol {
   /**
    * Extends the lease while the loader runs, so a slow load does not let a second loader in: every
    * third of its time to live, until the loader ends (at the latest when `loaderHardTimeout` aborts
-   * it). A holder that keeps its lease but makes no progress for `waitTimeout` is taken over once
-   * by
-   * a waiting follower (see `#run`); when the lease is lost, `onLost` runs.
+   * it). A holder that keeps its lease but loads far longer than the key usually takes is taken over
+   * once by a waiting follower (see `#run`); when the lease is lost, `onLost` runs.
    */
   #keepLeaseAlive(lease: Lease, policy: ResolvedPolicy, onLost: () => void): { stop(): void } {
     const runtime = this.#runtime;

@@ -58,7 +58,7 @@ export interface AcquireOptions {
    */
   readonly takeoverFrom?: number;
   /**
-   * Why the lease is taken over. `stuck` (a follower that waited `waitTimeout`) never takes over a
+   * Why the lease is taken over. `stuck` (a follower that deemed the holder stuck) never takes over a
    * lease that was itself taken over as stuck, so a slow load is replaced at most once; `forced`
    * (`refresh()`) takes over any lease. Default `forced`.
    */
