@@ -32,9 +32,6 @@ import { storable } from './serializers.js';
  */
 export const RECHECK_INTERVAL_MS = 250;
 
-/** What a watch that was stopped resolves: never settles (its race was decided already). */
-const never: Promise<never> = new Promise<never>(() => undefined);
-
 /** The shortest wait before extending a lease again after an extension failed. */
 const MIN_EXTEND_RETRY_MS = 50;
 
@@ -292,13 +289,15 @@ export class FillProtocol {
           replacement === undefined ? running : Promise.race([running, replacement.found]);
         const outcome = await first;
         replacement?.stop();
-        if (!('scope' in outcome)) {
+        if (outcome === undefined) {
+          // The watch ended first (the engine is closing): the loader's outcome decides.
+          loaded = await running;
+        } else if (!('scope' in outcome)) {
           // Replaced: this load's value could not be stored any more; its loader is told to stop.
           controller.abort(new LoadFencedError(key));
           runtime.emit({ type: 'load-fenced', key, background: request.mode === 'background' });
           return { entry: outcome, loaded: false };
-        }
-        loaded = outcome;
+        } else loaded = outcome;
       } catch (error) {
         // Stopped by close() or fenced: not the loader's failure, and nothing to back off from.
         if (error instanceof ClosedError && runtime.closed) throw error;
@@ -503,35 +502,36 @@ export class FillProtocol {
   /**
    * Watches, while this process loads `key` under the lease of `fence`, for a value a later load
    * stored: `found` resolves with it, fresh and at a newer version than the fence (the store's word
-   * for the key, as a follower would read it). Only once this load has run long enough that a
-   * follower may deem it stuck ({@link MIN_STUCK_MS}, or `waitTimeout` if shorter): a follower's
-   * takeover then answers this process's callers too, whether or not this loader ever ends, while
-   * a load overtaken sooner (a `refresh()`) still answers its own callers with its own value. Woken
-   * by the key's notifications; once the lease is known lost, the store is also re-checked every
-   * {@link RECHECK_INTERVAL_MS} (notifications are hints).
+   * for the key, as a follower would read it), or with `undefined` once stopped. Only once this
+   * load has run long enough that a follower may deem it stuck ({@link MIN_STUCK_MS}, or
+   * `waitTimeout` if shorter): a follower's takeover then answers this process's callers too,
+   * whether or not this loader ever ends, while a load overtaken sooner (a `refresh()`) still
+   * answers its own callers with its own value. Woken by the key's notifications; once the lease is
+   * known lost, the store is also re-checked every {@link RECHECK_INTERVAL_MS} (notifications are
+   * hints).
    */
   #replacementOf(
     key: string,
     fence: number,
     policy: ResolvedPolicy,
-  ): { readonly found: Promise<Entry>; leaseLost(): void; stop(): void } {
+  ): { readonly found: Promise<Entry | undefined>; leaseLost(): void; stop(): void } {
     const runtime = this.#runtime;
     const watch = runtime.store.watchFill(key);
     const eligibleAt = performance.now() + Math.min(MIN_STUCK_MS, policy.waitTimeoutMs);
     let lost = false;
     let stopped = false;
-    const found = (async (): Promise<Entry> => {
+    const found = (async (): Promise<Entry | undefined> => {
       /** Something may have changed since the last look: a notification, or the lease lost. */
       let due = false;
       for (;;) {
         const leftMs = eligibleAt - performance.now();
         const woken = await watch.next(leftMs > 0 ? leftMs : RECHECK_INTERVAL_MS);
-        if (stopped || runtime.closed) return never;
+        if (stopped || runtime.closed) return undefined;
         due ||= woken || lost;
         if (!due || performance.now() < eligibleAt) continue;
         due = false;
         const seen = await runtime.storeGet(key);
-        if (stopped) return never;
+        if (stopped) return undefined;
         const entry = seen.version > fence ? runtime.decoded(key, seen.entry) : undefined;
         if (entry !== undefined && entry.version > fence && isFresh(entry, runtime.now()))
           return entry;
