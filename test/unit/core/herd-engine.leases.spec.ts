@@ -64,7 +64,11 @@ describe('HerdEngine leases across processes sharing one store', () => {
 
     // The key's next owner hangs (a query that never returns).
     const hung = deferred<string>();
-    const hungLoader = counted(() => hung.promise);
+    const signals: AbortSignal[] = [];
+    const hungLoader = counted((context: LoadContext<string>) => {
+      signals.push(context.signal);
+      return hung.promise;
+    });
     const takeover = counted((context: LoadContext<string>) =>
       context.fence === undefined ? 'unleased' : 'taken over',
     );
@@ -82,6 +86,8 @@ describe('HerdEngine leases across processes sharing one store', () => {
     expect(answers).toEqual(Array.from({ length: 9 }, () => 'taken over'));
     expect(hungLoader.calls + takeover.calls).toBe(2);
     expect(engines[0]!.activity().loaders).toBe(0);
+    // The hung loader is told that its value is no longer wanted.
+    expect(signals[0]!.aborted).toBe(true);
 
     // The hung load ends after all: its late value is fenced, the takeover's stays.
     hung.resolve('late');
