@@ -11,6 +11,7 @@ import {
 } from './herd-store.interface.js';
 import { KeyFlights } from './key-flights.js';
 import { LoadScopes } from './load-scope.js';
+import type { LoadTracer } from './load-tracer.js';
 import { EngineStats } from './stats.js';
 
 /** A read of a store that could not answer: nothing known, and a version every flight may serve. */
@@ -33,6 +34,8 @@ export class EngineRuntime {
    */
   readonly #pendingOps = new Set<Promise<unknown>>();
   #closed = false;
+  /** Follows loads and waits for tracing; written by the engine's `trace()` only. */
+  tracer: LoadTracer | undefined = undefined;
   /** Store errors already reported (a shared read's error reaches every caller that joined it). */
   readonly #reported = new WeakSet<object>();
 

@@ -16,6 +16,7 @@ import { FillProtocol } from './fill-protocol.js';
 import type { HerdStore, StoreSnapshot } from './herd-store.interface.js';
 import { Invalidation } from './invalidation.js';
 import type { LoadScope } from './load-scope.js';
+import type { LoadTracer } from './load-tracer.js';
 import { type Loader, assertLoader } from './loader.js';
 import {
   type CachePolicy,
@@ -250,6 +251,18 @@ export class HerdEngine {
    */
   policyFor(policy: CachePolicy | undefined): ResolvedPolicy {
     return policy === undefined ? this.#defaults : this.#policies.resolve(policy);
+  }
+
+  /**
+   * Follows loads and the callers waiting for them with `tracer` (one at a time: it replaces the
+   * previous one). Hits are never traced. Returns the function that stops it.
+   */
+  trace(tracer: LoadTracer): () => void {
+    const runtime = this.#runtime;
+    runtime.tracer = tracer;
+    return () => {
+      if (runtime.tracer === tracer) runtime.tracer = undefined;
+    };
   }
 
   /** Subscribes to engine events (metrics, logs). Returns the unsubscribe function. */
@@ -553,7 +566,7 @@ export class HerdEngine {
         this.#fills.run({ key, loader, policy, stale, tags, mode, fromVersion: version, cell }),
       limits,
     );
-    return fill.then(
+    const served = fill.then(
       (filled): Served<T> => {
         const entry = filled.entry as Entry<T>;
         const now = runtime.now();
@@ -588,6 +601,20 @@ export class HerdEngine {
         throw error;
       },
     );
+    const { tracer } = runtime;
+    if (tracer !== undefined && joined > 0) {
+      const own = joined > (retry ? 0 : read.joiners);
+      tracer.joined(
+        key,
+        joined,
+        own,
+        served.then(
+          ({ path }) => ({ path }),
+          (error: unknown) => ({ error }),
+        ),
+      );
+    }
+    return served;
   }
 
   #shouldRefreshEarly(entry: Entry, policy: ResolvedPolicy, now: number): boolean {
