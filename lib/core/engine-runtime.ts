@@ -27,8 +27,13 @@ export class EngineRuntime {
   readonly scopes = new LoadScopes();
   readonly stats = new EngineStats();
   readonly #listeners: HerdEventListener[] = [];
-  /** The listeners, read-only (the hot path checks whether there are any); see `subscribe`. */
+  /**
+   * The listeners that want reads, read-only (the hot path checks whether there are any); see
+   * `subscribe`.
+   */
   readonly listeners: readonly HerdEventListener[] = this.#listeners;
+  /** Listeners of every event but reads: a hit never calls them. */
+  readonly #loadListeners: HerdEventListener[] = [];
   /**
    * Store writes started without awaiting them (lease release/hold); `settled()` waits for them.
    */
@@ -55,9 +60,12 @@ export class EngineRuntime {
     this.#closed = true;
   }
 
-  /** Adds an event listener; returns the function that removes it. */
-  subscribe(listener: HerdEventListener): () => void {
-    const listeners = this.#listeners;
+  /**
+   * Adds an event listener (of every event but reads when `reads` is false); returns the function
+   * that removes it.
+   */
+  subscribe(listener: HerdEventListener, reads = true): () => void {
+    const listeners = reads ? this.#listeners : this.#loadListeners;
     listeners.push(listener);
     return () => {
       const index = listeners.indexOf(listener);
@@ -134,6 +142,14 @@ export class EngineRuntime {
         listener(event);
       } catch {
         // A listener's failure must not break the read path.
+      }
+    }
+    if (event.type === 'read') return;
+    for (const listener of this.#loadListeners) {
+      try {
+        listener(event);
+      } catch {
+        // Nor the load path.
       }
     }
   }

@@ -265,9 +265,13 @@ export class HerdEngine {
     };
   }
 
-  /** Subscribes to engine events (metrics, logs). Returns the unsubscribe function. */
-  onEvent(listener: HerdEventListener): () => void {
-    return this.#runtime.subscribe(listener);
+  /**
+   * Subscribes to engine events (metrics, logs). With `{ reads: false }` the listener gets every
+   * event but `read`, and hits do no work for it (no event, no clock read). Returns the
+   * unsubscribe function.
+   */
+  onEvent(listener: HerdEventListener, options?: { readonly reads?: boolean }): () => void {
+    return this.#runtime.subscribe(listener, options?.reads !== false);
   }
 
   /** Counters since start. */

@@ -87,7 +87,7 @@ export class OtelLoadTracer implements LoadTracer {
   readonly #suppressKey: symbol;
   /** The newest running flight per key, for callers that join it. */
   readonly #flights = new Map<string, FlightTrace>();
-  /** Flights running; events are listened to only while there are some. */
+  /** Flights running; load events are listened to only while there are some. */
   #running = 0;
   #unsubscribe: (() => void) | undefined;
   readonly #stopTracing: () => void;
@@ -120,7 +120,7 @@ export class OtelLoadTracer implements LoadTracer {
     });
     this.#flights.set(key, flight);
     if (this.#running++ === 0)
-      this.#unsubscribe = this.#engine.onEvent((event) => this.#onEvent(event));
+      this.#unsubscribe = this.#engine.onEvent((event) => this.#onEvent(event), { reads: false });
     const inside = parent.setValue(this.#flightKey, flight).setValue(this.#suppressKey, true);
     let running: Promise<Fill>;
     try {
@@ -189,7 +189,6 @@ export class OtelLoadTracer implements LoadTracer {
   }
 
   #onEvent(event: HerdEvent): void {
-    if (event.type === 'read') return;
     this.#flightHere()?.event(event);
   }
 

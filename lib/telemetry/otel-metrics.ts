@@ -77,61 +77,65 @@ export class OtelMetrics {
     const corrupt = counter('herd_guard.corrupt_entries', 'Stored entries that could not be read.');
     const storeErrors = counter('herd_guard.store.errors', 'Failed store commands, by operation.');
     const labels = (extra: Attributes): Attributes => ({ ...cache, ...extra });
-    this.#unsubscribe = engine.onEvent((event) => {
-      switch (event.type) {
-        case 'read':
-          // Counted from the engine's counters at collection (see `requests` below).
-          return;
-        case 'coalesced':
-          coalesced.add(1, cache);
-          return;
-        case 'load-ok':
-          loads.add(1, labels({ result: 'ok', trigger: event.background ? 'refresh' : 'miss' }));
-          loaderSeconds.record(event.durationMs / 1_000, labels({ result: 'ok' }));
-          return;
-        case 'load-fenced':
-          fenced.add(1, labels({ trigger: event.background ? 'refresh' : 'miss' }));
-          return;
-        case 'load-failed': {
-          const trigger = event.background ? 'refresh' : 'miss';
-          const result = isLoaderFailure(event.error) ? 'error' : 'uncached';
-          loads.add(1, labels({ result, trigger }));
-          if (result === 'error') loaderErrors.add(1, labels({ trigger }));
-          loaderSeconds.record(event.durationMs / 1_000, labels({ result }));
-          return;
+    // Reads are counted from the engine's counters at collection (see `requests` below): hits do
+    // no work for this listener.
+    this.#unsubscribe = engine.onEvent(
+      (event) => {
+        switch (event.type) {
+          case 'read':
+            return;
+          case 'coalesced':
+            coalesced.add(1, cache);
+            return;
+          case 'load-ok':
+            loads.add(1, labels({ result: 'ok', trigger: event.background ? 'refresh' : 'miss' }));
+            loaderSeconds.record(event.durationMs / 1_000, labels({ result: 'ok' }));
+            return;
+          case 'load-fenced':
+            fenced.add(1, labels({ trigger: event.background ? 'refresh' : 'miss' }));
+            return;
+          case 'load-failed': {
+            const trigger = event.background ? 'refresh' : 'miss';
+            const result = isLoaderFailure(event.error) ? 'error' : 'uncached';
+            loads.add(1, labels({ result, trigger }));
+            if (result === 'error') loaderErrors.add(1, labels({ trigger }));
+            loaderSeconds.record(event.durationMs / 1_000, labels({ result }));
+            return;
+          }
+          case 'stale-on-error':
+            staleOnError.add(1, labels({ reason: event.reason }));
+            return;
+          case 'lease-acquired':
+            leases.add(1, labels({ result: 'acquired' }));
+            return;
+          case 'lease-contended':
+            leases.add(1, labels({ result: 'contended' }));
+            return;
+          case 'lease-lost':
+            leases.add(1, labels({ result: 'expired' }));
+            return;
+          case 'lease-takeover':
+            takeovers.add(1, cache);
+            return;
+          case 'wait':
+            waits.add(1, labels({ result: 'started' }));
+            return;
+          case 'wait-timeout':
+            waits.add(1, labels({ result: 'timeout' }));
+            return;
+          case 'backoff':
+            backoffs.add(1, cache);
+            return;
+          case 'corrupt-entry':
+            corrupt.add(1, cache);
+            return;
+          case 'store-error':
+            storeErrors.add(1, labels({ operation: event.operation }));
+            return;
         }
-        case 'stale-on-error':
-          staleOnError.add(1, labels({ reason: event.reason }));
-          return;
-        case 'lease-acquired':
-          leases.add(1, labels({ result: 'acquired' }));
-          return;
-        case 'lease-contended':
-          leases.add(1, labels({ result: 'contended' }));
-          return;
-        case 'lease-lost':
-          leases.add(1, labels({ result: 'expired' }));
-          return;
-        case 'lease-takeover':
-          takeovers.add(1, cache);
-          return;
-        case 'wait':
-          waits.add(1, labels({ result: 'started' }));
-          return;
-        case 'wait-timeout':
-          waits.add(1, labels({ result: 'timeout' }));
-          return;
-        case 'backoff':
-          backoffs.add(1, cache);
-          return;
-        case 'corrupt-entry':
-          corrupt.add(1, cache);
-          return;
-        case 'store-error':
-          storeErrors.add(1, labels({ operation: event.operation }));
-          return;
-      }
-    });
+      },
+      { reads: false },
+    );
 
     // Read at collection time, from the engine's counters and state.
     const requests = meter.createObservableCounter('herd_guard.requests', {
