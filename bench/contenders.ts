@@ -5,6 +5,7 @@
 import { bentocachePeer } from './peers/bentocache.peer.js';
 import { cacheManagerPeer } from './peers/cache-manager.peer.js';
 import {
+  herdGuardMemoryOtelPeer,
   herdGuardMemoryPeer,
   herdGuardRedisPeer,
   herdGuardRedisStrictPeer,
@@ -19,6 +20,7 @@ export const CONTENDERS: readonly PeerFactory[] = [
   cacheManagerPeer,
   bentocachePeer,
   herdGuardMemoryPeer,
+  herdGuardMemoryOtelPeer,
   herdGuardRedisPeer,
   herdGuardRedisStrictPeer,
 ];

@@ -4,6 +4,7 @@ import { ConfigurationError } from './errors/configuration.error.js';
 import { isValidNamespace } from './stores/redis/redis-keys.js';
 import type { HerdGuardModuleOptions } from './interfaces/herd-guard-module-options.interface.js';
 import type { RedisStoreOptions } from './stores/redis/redis-store.options.js';
+import type { HerdGuardTelemetryOptions } from './interfaces/herd-guard-telemetry-options.interface.js';
 
 const MODULE_FIELDS: ReadonlySet<string> = new Set([
   'store',
@@ -14,7 +15,15 @@ const MODULE_FIELDS: ReadonlySet<string> = new Set([
   'metrics',
   'logging',
   'hotKeys',
+  'telemetry',
 ]);
+const TELEMETRY_FIELDS: ReadonlySet<string> = new Set(
+  Object.keys({
+    tracing: true,
+    metrics: true,
+    rawKeys: true,
+  } satisfies Record<keyof HerdGuardTelemetryOptions, true>),
+);
 const MEMORY_FIELDS: ReadonlySet<string> = new Set(['maxEntries', 'now']);
 /**
  * Every field of {@link RedisStoreOptions} (`satisfies` fails the build when one is added there and
@@ -72,7 +81,7 @@ export function validateModuleOptions(input: unknown): HerdGuardModuleOptions {
       );
     }
   }
-  const { store, redis, memory, namespace, policy, metrics, logging, hotKeys } = input;
+  const { store, redis, memory, namespace, policy, metrics, logging, hotKeys, telemetry } = input;
   if (store !== undefined) assertStore(store);
   if (store !== undefined && redis !== undefined) {
     throw new ConfigurationError('redis', 'cannot be used together with "store"; pass one of them');
@@ -111,7 +120,32 @@ export function validateModuleOptions(input: unknown): HerdGuardModuleOptions {
       `expected an integer from 0 to ${MAX_HOT_KEYS}, received ${describe(hotKeys)}`,
     );
   }
+  if (telemetry !== undefined) assertTelemetry(telemetry);
   return input as HerdGuardModuleOptions;
+}
+
+function assertTelemetry(telemetry: unknown): void {
+  if (typeof telemetry === 'boolean') return;
+  if (!isRecord(telemetry)) {
+    throw new ConfigurationError(
+      'telemetry',
+      `expected true, false or { tracing, metrics, rawKeys }, received ${describe(telemetry)}`,
+    );
+  }
+  for (const [name, value] of Object.entries(telemetry)) {
+    if (!TELEMETRY_FIELDS.has(name)) {
+      throw new ConfigurationError(
+        `telemetry.${name}`,
+        `unknown option; known options are ${[...TELEMETRY_FIELDS].join(', ')}`,
+      );
+    }
+    if (value !== undefined && typeof value !== 'boolean') {
+      throw new ConfigurationError(
+        `telemetry.${name}`,
+        `expected true or false, received ${describe(value)}`,
+      );
+    }
+  }
 }
 
 function assertStore(store: unknown): void {

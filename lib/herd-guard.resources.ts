@@ -11,6 +11,8 @@ import type { HerdStore } from './core/herd-store.interface.js';
 import { MemoryStore } from './stores/memory/memory.store.js';
 import type * as RedisEntry from './redis.js';
 import type { RedisStoreOptions } from './stores/redis/redis-store.options.js';
+import { importOtelApi, loadOtelApi } from './telemetry/otel-api.js';
+import { Telemetry, untraced } from './telemetry/telemetry.js';
 
 /** What one module instance runs on. Written once at module start, closed once on shutdown. */
 export interface HerdGuardResources {
@@ -25,15 +27,36 @@ export interface HerdGuardResources {
   readonly hotKeys: HotKeyTracker | undefined;
   readonly metrics: PrometheusMetrics | undefined;
   readonly logger: EventLogger | undefined;
+  /** OpenTelemetry tracing and metrics, when `@opentelemetry/api` is loaded. */
+  readonly telemetry: OpenTelemetry | undefined;
+}
+
+/** What the module keeps of its OpenTelemetry (declared here without the API's types). */
+export interface OpenTelemetry {
+  readonly tracing: boolean;
+  readonly metrics: boolean;
+  close(): void;
 }
 
 /**
  * Validates the options of the cache `name`, then opens the store (unless one was given) and the
  * engine over it.
  */
-export async function openResources(input: unknown, name: string): Promise<HerdGuardResources> {
+export async function openResources(
+  input: unknown,
+  name: string,
+  importApi: () => Promise<unknown> = importOtelApi,
+): Promise<HerdGuardResources> {
   const options = validateModuleOptions(input);
-  const ownedStore = options.store === undefined ? await openStore(options) : undefined;
+  const otel =
+    options.telemetry === false
+      ? undefined
+      : await loadOtelApi(options.telemetry !== undefined, importApi);
+  // The store's own commands (connections, heartbeats, notifications) are never traced.
+  const ownedStore =
+    options.store !== undefined
+      ? undefined
+      : await (otel === undefined ? openStore(options) : untraced(otel, () => openStore(options)));
   const store = options.store ?? (ownedStore as HerdStore);
   try {
     const engine = new HerdEngine({ store, policy: options.policy });
@@ -41,17 +64,23 @@ export async function openResources(input: unknown, name: string): Promise<HerdG
       options.hotKeys === 0 ? undefined : new HotKeyTracker(engine, options.hotKeys ?? 64);
     const metrics = await openMetrics(engine, options, name);
     const logger = openLogger(engine, options, name);
-    return { options, engine, ownedStore, hotKeys, metrics, logger };
+    const telemetry =
+      otel === undefined
+        ? undefined
+        : new Telemetry(
+            otel,
+            engine,
+            typeof options.telemetry === 'object' ? options.telemetry : {},
+            { cacheName: labelOf(options, name), namespace: options.namespace },
+          );
+    return { options, engine, ownedStore, hotKeys, metrics, logger, telemetry };
   } catch (error) {
     await ownedStore?.close();
     throw error;
   }
 }
 
-/**
- * The `cache` label is the cache's name, so that the caches of one app differ in a shared registry;
- * the unnamed cache keeps its namespace (or `default`), as before names existed.
- */
+/** Prometheus metrics with prom-client, when `metrics` asks for them. */
 async function openMetrics(
   engine: HerdEngine,
   options: HerdGuardModuleOptions,
@@ -59,10 +88,15 @@ async function openMetrics(
 ): Promise<PrometheusMetrics | undefined> {
   if (options.metrics === undefined || options.metrics === false) return undefined;
   const settings = options.metrics === true ? {} : options.metrics;
-  return PrometheusMetrics.create(engine, {
-    cacheName: name === DEFAULT_CACHE_NAME ? (options.namespace ?? DEFAULT_CACHE_NAME) : name,
-    ...settings,
-  });
+  return PrometheusMetrics.create(engine, { cacheName: labelOf(options, name), ...settings });
+}
+
+/**
+ * The `cache` label is the cache's name, so that the caches of one app differ in a shared registry;
+ * the unnamed cache keeps its namespace (or `default`), as before names existed.
+ */
+function labelOf(options: HerdGuardModuleOptions, name: string): string {
+  return name === DEFAULT_CACHE_NAME ? (options.namespace ?? DEFAULT_CACHE_NAME) : name;
 }
 
 /** Logs of a named cache go under the context `HerdGuard:<name>`. */
@@ -99,6 +133,7 @@ async function close(resources: HerdGuardResources): Promise<void> {
   resources.metrics?.close();
   resources.hotKeys?.close();
   resources.logger?.close();
+  resources.telemetry?.close();
   await resources.engine.close();
   await resources.ownedStore?.close();
 }

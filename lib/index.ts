@@ -24,6 +24,8 @@ export type {
 export { ENTRY_FORMAT_VERSION, decodeEntry, encodeEntry } from './core/entry.js';
 export type { Entry } from './core/entry.js';
 export type { HerdEvent, HerdEventListener, HerdEventType, ReadPath } from './core/events.js';
+export type { LoadTracer, WaitOutcome } from './core/load-tracer.js';
+export type { Fill, FillMode } from './core/fill-protocol.js';
 export type { StatsSnapshot } from './core/stats.js';
 
 // Stores: the interface core defines, and the stores that implement it
@@ -52,6 +54,7 @@ export type { MemoryStoreOptions } from './stores/memory/memory.store.js';
 export { PrometheusMetrics } from './metrics/prometheus-metrics.js';
 export type { PrometheusMetricsOptions, PrometheusRegistry } from './metrics/prometheus-metrics.js';
 export { EventLogger } from './logging/event-logger.js';
+export type { HerdGuardTelemetryOptions } from './interfaces/herd-guard-telemetry-options.interface.js';
 export { HotKeyTracker } from './metrics/hot-key-tracker.js';
 export { HotKeys } from './metrics/hot-keys.js';
 export type { HotKey } from './metrics/hot-keys.js';

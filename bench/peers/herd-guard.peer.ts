@@ -18,6 +18,7 @@
  */
 import { type CachePolicy, HerdEngine, type HerdStore, MemoryStore } from '../../lib/index.js';
 import { RedisStore } from '../../lib/redis.js';
+import { openTelemetry } from './otel-sdk.js';
 
 import {
   type PeerFactory,
@@ -36,6 +37,8 @@ export interface HerdGuardPeerOptions {
   readonly nearCache?: boolean;
   /** Extra default policy for every pod (merged under the per-call soft/hard). */
   readonly policy?: CachePolicy;
+  /** OpenTelemetry tracing and metrics on, with an SDK registered in the process. */
+  readonly otel?: boolean;
 }
 
 export class HerdGuardPod implements PeerPod, PeerInvalidation {
@@ -82,13 +85,15 @@ function hardOf(ttl: PeerTtl): number {
 export function createHerdGuardPeer(options: HerdGuardPeerOptions): PeerFactory {
   const strict = options.store === 'redis' && options.nearCache === false;
   return {
-    name: `herd-guard-${options.store}${strict ? '-strict' : ''}`,
+    name: `herd-guard-${options.store}${strict ? '-strict' : ''}${options.otel === true ? '+otel' : ''}`,
     description:
-      options.store === 'memory'
-        ? 'HerdEngine + MemoryStore per pod (one process each: in-process singleflight + SWR, nothing shared)'
-        : strict
-          ? 'HerdEngine + RedisStore per pod, nearCache: false (every hit reads Redis; cluster-wide lease, fill notification, SWR)'
-          : 'HerdEngine + RedisStore per pod (near cache on, the default; cluster-wide lease, fill notification, SWR)',
+      options.otel === true
+        ? 'herd-guard-memory with OpenTelemetry tracing and metrics on (an SDK registered, spans dropped)'
+        : options.store === 'memory'
+          ? 'HerdEngine + MemoryStore per pod (one process each: in-process singleflight + SWR, nothing shared)'
+          : strict
+            ? 'HerdEngine + RedisStore per pod, nearCache: false (every hit reads Redis; cluster-wide lease, fill notification, SWR)'
+            : 'HerdEngine + RedisStore per pod (near cache on, the default; cluster-wide lease, fill notification, SWR)',
     invalidates: options.store === 'redis',
     async createPod(redisUrl, namespace) {
       let store: HerdStore;
@@ -106,16 +111,18 @@ export function createHerdGuardPeer(options: HerdGuardPeerOptions): PeerFactory 
       } else {
         store = new MemoryStore();
       }
-      return new HerdGuardPod(
-        new HerdEngine({ store, policy: options.policy }),
-        store,
-        options.store === 'redis',
-      );
+      const engine = new HerdEngine({ store, policy: options.policy });
+      if (options.otel === true) openTelemetry(engine);
+      return new HerdGuardPod(engine, store, options.store === 'redis');
     },
   };
 }
 
 export const herdGuardMemoryPeer: PeerFactory = createHerdGuardPeer({ store: 'memory' });
+export const herdGuardMemoryOtelPeer: PeerFactory = createHerdGuardPeer({
+  store: 'memory',
+  otel: true,
+});
 export const herdGuardRedisPeer: PeerFactory = createHerdGuardPeer({ store: 'redis' });
 export const herdGuardRedisStrictPeer: PeerFactory = createHerdGuardPeer({
   store: 'redis',

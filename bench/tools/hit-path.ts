@@ -8,6 +8,8 @@
  *   engine         HerdEngine.getOrLoad over the RedisStore (per-call options written inline)
  *   engine-strict  the same over a RedisStore with nearCache: false (every hit reads Redis)
  *   engine-memory  HerdEngine.getOrLoad over a MemoryStore
+ *   engine-memory+tracing  the same with OpenTelemetry tracing on (an SDK registered)
+ *   engine-memory+otel     the same with OpenTelemetry tracing and metrics on
  *
  *   npx tsc -p tsconfig.bench.json
  *   taskset -c 1 node .bench-build/bench/tools/hit-path.js --mode seq
@@ -21,6 +23,7 @@ import { Redis } from 'ioredis';
 import { decodeEntry, HerdEngine, MemoryStore } from '../../lib/index.js';
 import { RedisStore } from '../../lib/redis.js';
 import { RedisServer } from '../../test/helpers/redis-server.js';
+import { openTelemetry } from '../peers/otel-sdk.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string, fallback: string): string => {
@@ -41,10 +44,16 @@ const strictStore = new RedisStore({ url: server.url, namespace: 'hp', nearCache
 await strictStore.ready();
 const strict = new HerdEngine({ store: strictStore });
 const memory = new HerdEngine({ store: new MemoryStore() });
+// The same with OpenTelemetry on (an SDK registered): tracing only, and tracing with metrics.
+const traced = new HerdEngine({ store: new MemoryStore() });
+openTelemetry(traced, { metrics: false });
+const observed = new HerdEngine({ store: new MemoryStore() });
+openTelemetry(observed);
 const loader = async (): Promise<string> => 'x'.repeat(64);
 // Options written inline, a new object per call, as application code does.
 await engine.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } });
-await memory.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } });
+for (const inMemory of [memory, traced, observed])
+  await inMemory.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } });
 const raw = new Redis(server.url, { lazyConnect: true });
 await raw.connect();
 const rawKey = store.keys.for('k').value;
@@ -58,6 +67,10 @@ const subjects: Record<string, () => Promise<unknown>> = {
     strict.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } }),
   'engine-memory': () =>
     memory.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } }),
+  'engine-memory+tracing': () =>
+    traced.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } }),
+  'engine-memory+otel': () =>
+    observed.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } }),
 };
 const chosen = Object.entries(subjects).filter(
   ([name]) => only === 'all' || only.split(',').includes(name),
@@ -97,7 +110,7 @@ console.log(
 for (const [name, values] of perOp) {
   const us = median(values);
   console.log(
-    `${name.padEnd(14)} ${us.toFixed(3).padStart(8)} µs/op  ${(1e6 / us / 1000).toFixed(1).padStart(8)} k ops/s  ` +
+    `${name.padEnd(22)} ${us.toFixed(3).padStart(8)} µs/op  ${(1e6 / us / 1000).toFixed(1).padStart(8)} k ops/s  ` +
       `vs ${chosen[0]![0]}: ${(base / us).toFixed(2)}x`,
   );
 }
@@ -106,6 +119,8 @@ console.log(`measured ops (all subjects, excluding warm-up): ${totalOps}`);
 await engine.close();
 await strict.close();
 await memory.close();
+await traced.close();
+await observed.close();
 await store.close();
 await strictStore.close();
 await raw.quit();

@@ -11,6 +11,7 @@ import {
 } from './herd-store.interface.js';
 import { KeyFlights } from './key-flights.js';
 import { LoadScopes } from './load-scope.js';
+import type { LoadTracer } from './load-tracer.js';
 import { EngineStats } from './stats.js';
 
 /** A read of a store that could not answer: nothing known, and a version every flight may serve. */
@@ -26,13 +27,20 @@ export class EngineRuntime {
   readonly scopes = new LoadScopes();
   readonly stats = new EngineStats();
   readonly #listeners: HerdEventListener[] = [];
-  /** The listeners, read-only (the hot path checks whether there are any); see `subscribe`. */
+  /**
+   * The listeners that want reads, read-only (the hot path checks whether there are any); see
+   * `subscribe`.
+   */
   readonly listeners: readonly HerdEventListener[] = this.#listeners;
+  /** Listeners of every event but reads: a hit never calls them. */
+  readonly #loadListeners: HerdEventListener[] = [];
   /**
    * Store writes started without awaiting them (lease release/hold); `settled()` waits for them.
    */
   readonly #pendingOps = new Set<Promise<unknown>>();
   #closed = false;
+  /** Follows loads and waits for tracing; written by the engine's `trace()` only. */
+  tracer: LoadTracer | undefined = undefined;
   /** Store errors already reported (a shared read's error reaches every caller that joined it). */
   readonly #reported = new WeakSet<object>();
 
@@ -52,9 +60,12 @@ export class EngineRuntime {
     this.#closed = true;
   }
 
-  /** Adds an event listener; returns the function that removes it. */
-  subscribe(listener: HerdEventListener): () => void {
-    const listeners = this.#listeners;
+  /**
+   * Adds an event listener (of every event but reads when `reads` is false); returns the function
+   * that removes it.
+   */
+  subscribe(listener: HerdEventListener, reads = true): () => void {
+    const listeners = reads ? this.#listeners : this.#loadListeners;
     listeners.push(listener);
     return () => {
       const index = listeners.indexOf(listener);
@@ -131,6 +142,14 @@ export class EngineRuntime {
         listener(event);
       } catch {
         // A listener's failure must not break the read path.
+      }
+    }
+    if (event.type === 'read') return;
+    for (const listener of this.#loadListeners) {
+      try {
+        listener(event);
+      } catch {
+        // Nor the load path.
       }
     }
   }

@@ -119,7 +119,11 @@ export class FillProtocol {
     const durations = this.#durations;
     const { key } = request;
     if (request.stale !== undefined) durations.record(key, request.stale);
-    const running = this.#run(request);
+    const { tracer } = this.#runtime;
+    const running =
+      tracer === undefined
+        ? this.#run(request)
+        : tracer.fill(key, request.mode, () => this.#run(request));
     fills.add(running);
     const settled = (): void => {
       fills.delete(running);
@@ -479,7 +483,10 @@ export class FillProtocol {
     let value: Promise<T>;
     let endScope = (): void => undefined;
     try {
-      const started = runtime.scopes.start(scope, () => loader(context));
+      const { tracer } = runtime;
+      const started = runtime.scopes.start(scope, () =>
+        tracer === undefined ? loader(context) : tracer.loader(key, () => loader(context)),
+      );
       endScope = started.end;
       value = Promise.resolve(started.result);
     } catch (error) {

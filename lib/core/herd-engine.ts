@@ -16,6 +16,7 @@ import { FillProtocol } from './fill-protocol.js';
 import type { HerdStore, StoreSnapshot } from './herd-store.interface.js';
 import { Invalidation } from './invalidation.js';
 import type { LoadScope } from './load-scope.js';
+import type { LoadTracer } from './load-tracer.js';
 import { type LoadContext, type Loader, assertLoader } from './loader.js';
 import {
   type CachePolicy,
@@ -262,9 +263,25 @@ export class HerdEngine {
     return this.#runtime.scopes.current()?.context as LoadContext<T> | undefined;
   }
 
-  /** Subscribes to engine events (metrics, logs). Returns the unsubscribe function. */
-  onEvent(listener: HerdEventListener): () => void {
-    return this.#runtime.subscribe(listener);
+  /**
+   * Follows loads and the callers waiting for them with `tracer` (one at a time: it replaces the
+   * previous one). Hits are never traced. Returns the function that stops it.
+   */
+  trace(tracer: LoadTracer): () => void {
+    const runtime = this.#runtime;
+    runtime.tracer = tracer;
+    return () => {
+      if (runtime.tracer === tracer) runtime.tracer = undefined;
+    };
+  }
+
+  /**
+   * Subscribes to engine events (metrics, logs). With `{ reads: false }` the listener gets every
+   * event but `read`, and hits do no work for it (no event, no clock read). Returns the
+   * unsubscribe function.
+   */
+  onEvent(listener: HerdEventListener, options?: { readonly reads?: boolean }): () => void {
+    return this.#runtime.subscribe(listener, options?.reads !== false);
   }
 
   /** Counters since start. */
@@ -563,7 +580,7 @@ export class HerdEngine {
         this.#fills.run({ key, loader, policy, stale, tags, mode, fromVersion: version, cell }),
       limits,
     );
-    return fill.then(
+    const served = fill.then(
       (filled): Served<T> => {
         const entry = filled.entry as Entry<T>;
         const now = runtime.now();
@@ -598,6 +615,20 @@ export class HerdEngine {
         throw error;
       },
     );
+    const { tracer } = runtime;
+    if (tracer !== undefined && joined > 0) {
+      const own = joined > (retry ? 0 : read.joiners);
+      tracer.joined(
+        key,
+        joined,
+        own,
+        served.then(
+          ({ path }) => ({ path }),
+          (error: unknown) => ({ error }),
+        ),
+      );
+    }
+    return served;
   }
 
   #shouldRefreshEarly(entry: Entry, policy: ResolvedPolicy, now: number): boolean {

@@ -3,6 +3,7 @@ import type { CachePolicy } from '../core/policy.js';
 import type { PrometheusMetricsOptions } from '../metrics/prometheus-metrics.js';
 import type { HerdStore } from '../core/herd-store.interface.js';
 import type { MemoryStoreOptions } from '../stores/memory/memory.store.js';
+import type { HerdGuardTelemetryOptions } from './herd-guard-telemetry-options.interface.js';
 import type { HerdGuardRedisOptions } from './herd-guard-redis-options.interface.js';
 
 /**
@@ -39,6 +40,13 @@ export interface HerdGuardModuleOptions {
    * label (default: the namespace, or `default`). Default off.
    */
   readonly metrics?: boolean | PrometheusMetricsOptions;
+  /**
+   * OpenTelemetry through `@opentelemetry/api` (an optional peer; the app owns the SDK): a span per
+   * load and per waiting caller, and herd-guard's metrics on the global MeterProvider. Default: on
+   * when `@opentelemetry/api` is installed (without a registered SDK it records nothing), off
+   * otherwise. `false` never loads it; `true` or options require it (start fails without it).
+   */
+  readonly telemetry?: boolean | HerdGuardTelemetryOptions;
   /**
    * Structured logs of lease results, load durations and fallback reasons (never one per hit):
    * `true` logs through Nest's `Logger` (context `HerdGuard`), or pass your own LoggerService;

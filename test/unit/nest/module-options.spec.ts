@@ -118,6 +118,13 @@ describe('HerdGuardModule options', () => {
       { redis: { url: 'redis://127.0.0.1:6390', waitForReplicas: 1.5 } },
       'redis.waitForReplicas',
     ],
+    ['telemetry that is not a boolean or an object', { telemetry: 'otel' }, 'telemetry'],
+    ['an unknown telemetry option', { telemetry: { traces: true } }, 'telemetry.traces'],
+    [
+      'a telemetry switch that is not a boolean',
+      { telemetry: { rawKeys: 1 } },
+      'telemetry.rawKeys',
+    ],
   ])('fails the bootstrap on %s, naming the field', async (_, options, field) => {
     await expect(badOptionField(options)).resolves.toBe(field);
   });
