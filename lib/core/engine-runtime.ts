@@ -2,7 +2,7 @@ import { ClosedError } from '../errors/closed.error.js';
 import { InvalidKeyError } from '../errors/invalid-key.error.js';
 import { isValidKey } from '../keys/valid-key.js';
 import type { Entry } from './entry.js';
-import type { HerdEvent, HerdEventListener } from './events.js';
+import type { HerdEvent, HerdEventListener, ReadCounter, ReadEvent } from './events.js';
 import {
   CORRUPT_ENTRY,
   type HerdStore,
@@ -26,8 +26,15 @@ export class EngineRuntime {
   readonly scopes = new LoadScopes();
   readonly stats = new EngineStats();
   readonly #listeners: HerdEventListener[] = [];
-  /** The listeners, read-only (the hot path checks whether there are any); see `subscribe`. */
-  readonly listeners: readonly HerdEventListener[] = this.#listeners;
+  /** The listeners that also want `read` events; see `subscribe`. */
+  readonly #readListeners: HerdEventListener[] = [];
+  /**
+   * The listeners of `read` events, read-only: the hot path builds a `read` event (and reads the
+   * clock for its duration) only when there is one.
+   */
+  readonly readListeners: readonly HerdEventListener[] = this.#readListeners;
+  /** Counters of reads per key (hot keys), told once per answer; see `countReads`. */
+  readonly #readCounters: ReadCounter[] = [];
   /**
    * Store writes started without awaiting them (lease release/hold); `settled()` waits for them.
    */
@@ -52,14 +59,41 @@ export class EngineRuntime {
     this.#closed = true;
   }
 
-  /** Adds an event listener; returns the function that removes it. */
-  subscribe(listener: HerdEventListener): () => void {
-    const listeners = this.#listeners;
-    listeners.push(listener);
+  /**
+   * Adds an event listener (given `read` events too unless `reads` is false); returns the function
+   * that removes it.
+   */
+  subscribe(listener: HerdEventListener, reads = true): () => void {
+    const removeAll = addTo(this.#listeners, listener);
+    const removeRead = reads ? addTo(this.#readListeners, listener) : undefined;
     return () => {
-      const index = listeners.indexOf(listener);
-      if (index >= 0) listeners.splice(index, 1);
+      removeAll();
+      removeRead?.();
     };
+  }
+
+  /** Tells `counter` the key of every read answered from now on; returns the function that stops. */
+  countReads(counter: ReadCounter): () => void {
+    return addTo(this.#readCounters, counter);
+  }
+
+  /** A read of `key` answered `callers` callers: the read counters count it in place. */
+  countAnswer(key: string, callers: number): void {
+    const counters = this.#readCounters;
+    for (let i = 0; i < counters.length; i += 1) counters[i]!.add(key, callers);
+  }
+
+  /** Reports a read to the listeners of `read` events, once per caller it answered. */
+  emitRead(event: ReadEvent, callers: number): void {
+    for (const listener of this.#readListeners) {
+      for (let i = 0; i < callers; i += 1) {
+        try {
+          listener(event);
+        } catch {
+          // A listener's failure must not break the read path.
+        }
+      }
+    }
   }
 
   /** Reads the store; a failing store is reported and read as nothing (the caller then loads). */
@@ -139,4 +173,13 @@ export class EngineRuntime {
     if (!isValidKey(key)) throw new InvalidKeyError(key);
     if (this.#closed) throw new ClosedError(key);
   }
+}
+
+/** Adds `item` to `list`; returns the function that removes it (once). */
+function addTo<T>(list: T[], item: T): () => void {
+  list.push(item);
+  return () => {
+    const index = list.indexOf(item);
+    if (index >= 0) list.splice(index, 1);
+  };
 }

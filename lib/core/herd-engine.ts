@@ -11,7 +11,7 @@ import { BackgroundRefresh, type RefreshRequest } from './background-refresh.js'
 import { parseTimerDuration } from './duration.js';
 import { EngineRuntime, UNREACHABLE } from './engine-runtime.js';
 import { type Entry, isBornStale, isFresh, isNegative, isServable, newEntry } from './entry.js';
-import type { HerdEventListener, ReadPath } from './events.js';
+import type { HerdEventListener, ReadCounter, ReadPath } from './events.js';
 import { FillProtocol } from './fill-protocol.js';
 import type { HerdStore, StoreSnapshot } from './herd-store.interface.js';
 import { Invalidation } from './invalidation.js';
@@ -252,9 +252,21 @@ export class HerdEngine {
     return policy === undefined ? this.#defaults : this.#policies.resolve(policy);
   }
 
-  /** Subscribes to engine events (metrics, logs). Returns the unsubscribe function. */
-  onEvent(listener: HerdEventListener): () => void {
-    return this.#runtime.subscribe(listener);
+  /**
+   * Subscribes to engine events (metrics, logs). Returns the unsubscribe function. With `reads:
+   * false` the listener is not given `read` events: a hit then builds no event and reads no clock
+   * for it.
+   */
+  onEvent(listener: HerdEventListener, options?: { readonly reads?: boolean }): () => void {
+    return this.#runtime.subscribe(listener, options?.reads !== false);
+  }
+
+  /**
+   * Tells `counter` the key of every answered read, once per answer with the number of callers
+   * it answered (hot keys). Returns the function that stops it.
+   */
+  countReads(counter: ReadCounter): () => void {
+    return this.#runtime.countReads(counter);
   }
 
   /** Counters since start. */
@@ -357,7 +369,7 @@ export class HerdEngine {
     }
     const tags = options?.tags;
     const signal = options?.signal;
-    const startedAt = runtime.listeners.length > 0 ? performance.now() : 0;
+    const startedAt = runtime.readListeners.length > 0 ? performance.now() : 0;
     // Inside a loader: this key is an input of the value being loaded.
     const scope = runtime.scopes.current();
     if (scope !== undefined) {
@@ -613,14 +625,10 @@ export class HerdEngine {
     const negative = isNegative(entry);
     const runtime = this.#runtime;
     runtime.stats.countRead('fresh', negative);
-    if (runtime.listeners.length > 0) {
-      runtime.emit({
-        type: 'read',
-        key,
-        path: 'fresh',
-        negative,
-        durationMs: elapsedMs(startedAt),
-      });
+    runtime.countAnswer(key, 1);
+    if (runtime.readListeners.length > 0) {
+      const durationMs = elapsedMs(startedAt);
+      runtime.emitRead({ type: 'read', key, path: 'fresh', negative, durationMs }, 1);
     }
     return wants === 'value' ? entry.value : toResult(entry, 'fresh');
   }
@@ -636,10 +644,10 @@ export class HerdEngine {
     const callers = 1 + read.joiners;
     const runtime = this.#runtime;
     runtime.stats.countRead(path, negative, callers);
-    if (runtime.listeners.length > 0) {
+    runtime.countAnswer(read.key, callers);
+    if (runtime.readListeners.length > 0) {
       const durationMs = elapsedMs(read.startedAt);
-      for (let i = 0; i < callers; i += 1)
-        runtime.emit({ type: 'read', key: read.key, path, negative, durationMs });
+      runtime.emitRead({ type: 'read', key: read.key, path, negative, durationMs }, callers);
     }
     return read.wants === 'value' ? entry.value : toResult(entry, path, revalidated);
   }
