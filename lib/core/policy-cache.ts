@@ -10,9 +10,10 @@ interface Step {
 }
 
 /**
- * Per-call policies resolved over an engine's defaults once per set of values, so a policy written
- * inline (a new object each call) costs a few map lookups on its fields (no string built, nothing
- * kept per object), and one reused call after call (a decorator's) one comparison.
+ * Per-call policies resolved over an engine's defaults once per set of values. A policy reused call
+ * after call (a decorator's) costs one comparison; one written inline (a new object each call,
+ * usually with the values of the call before) a comparison of its fields with the last resolved
+ * ones; other values a few map lookups on their fields (no string built, nothing kept per object).
  */
 export class PolicyCache {
   #root: Step = { next: undefined, resolved: undefined };
@@ -20,6 +21,8 @@ export class PolicyCache {
   /** The last policy object resolved, and its resolution. */
   #last: CachePolicy | undefined;
   #lastResolved: ResolvedPolicy | undefined;
+  /** The fields of the last policy resolved, copied (a caller may change its object later). */
+  #lastValues: CachePolicy | undefined;
 
   constructor(private readonly defaults: CachePolicy | undefined) {}
 
@@ -29,6 +32,11 @@ export class PolicyCache {
    */
   resolve(policy: CachePolicy): ResolvedPolicy {
     if (policy === this.#last) return this.#lastResolved!;
+    const lastValues = this.#lastValues;
+    if (lastValues !== undefined && sameValues(policy, lastValues)) {
+      this.#last = policy;
+      return this.#lastResolved!;
+    }
     let resolved = this.#find(policy);
     if (resolved === undefined) {
       resolved = resolvePolicy(policy, this.defaults);
@@ -36,6 +44,7 @@ export class PolicyCache {
     }
     this.#last = policy;
     this.#lastResolved = resolved;
+    this.#lastValues = copyOf(policy);
     return resolved;
   }
 
@@ -95,4 +104,37 @@ function* fields(policy: CachePolicy): Generator<[string, unknown]> {
       yield [name, '}'];
     } else yield [name, value];
   }
+}
+
+/** A copy of a (valid) policy's fields, `backoff` included. */
+function copyOf(policy: CachePolicy): CachePolicy {
+  const copy: CachePolicy = { ...policy };
+  return policy.backoff === undefined ? copy : { ...copy, backoff: { ...policy.backoff } };
+}
+
+/**
+ * Whether `policy` has exactly the fields of `known` (a valid policy), with the same values (`===`;
+ * `backoff` field by field). No allocation: this runs on every read with a policy written inline.
+ */
+function sameValues(policy: CachePolicy, known: CachePolicy): boolean {
+  let fields = 0;
+  for (const name in policy) {
+    const value: unknown = (policy as Record<string, unknown>)[name];
+    const other: unknown = (known as Record<string, unknown>)[name];
+    if (value !== other && (name !== 'backoff' || !sameBackoff(value, other))) return false;
+    fields += 1;
+  }
+  return fields === fieldCount(known);
+}
+
+function fieldCount(policy: CachePolicy): number {
+  let fields = 0;
+  for (const _name in policy) fields += 1;
+  return fields;
+}
+
+function sameBackoff(value: unknown, other: unknown): boolean {
+  if (typeof value !== 'object' || value === null || typeof other !== 'object' || other === null)
+    return false;
+  return sameValues(value as CachePolicy, other as CachePolicy);
 }
