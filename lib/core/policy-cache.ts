@@ -22,7 +22,7 @@ export class PolicyCache {
   #last: CachePolicy | undefined;
   #lastResolved: ResolvedPolicy | undefined;
   /** The fields of the last policy resolved, copied (a caller may change its object later). */
-  #lastValues: CachePolicy | undefined;
+  #lastValues: PolicyValues | undefined;
 
   constructor(private readonly defaults: CachePolicy | undefined) {}
 
@@ -44,7 +44,7 @@ export class PolicyCache {
     }
     this.#last = policy;
     this.#lastResolved = resolved;
-    this.#lastValues = copyOf(policy);
+    this.#lastValues = valuesOf(policy);
     return resolved;
   }
 
@@ -106,35 +106,67 @@ function* fields(policy: CachePolicy): Generator<[string, unknown]> {
   }
 }
 
-/** A copy of a (valid) policy's fields, `backoff` included. */
-function copyOf(policy: CachePolicy): CachePolicy {
-  const copy: CachePolicy = { ...policy };
-  return policy.backoff === undefined ? copy : { ...copy, backoff: { ...policy.backoff } };
+/** The fields of a (valid) policy that are set, copied (`backoff` too), and how many there are. */
+interface PolicyValues {
+  readonly values: CachePolicy;
+  readonly fields: number;
+  readonly backoffFields: number;
 }
 
-/**
- * Whether `policy` has exactly the fields of `known` (a valid policy), with the same values (`===`;
- * `backoff` field by field). No allocation: this runs on every read with a policy written inline.
- */
-function sameValues(policy: CachePolicy, known: CachePolicy): boolean {
+function valuesOf(policy: CachePolicy): PolicyValues {
+  const values: Record<string, unknown> = {};
   let fields = 0;
   for (const name in policy) {
     const value: unknown = (policy as Record<string, unknown>)[name];
-    const other: unknown = (known as Record<string, unknown>)[name];
-    if (value !== other && (name !== 'backoff' || !sameBackoff(value, other))) return false;
+    if (value === undefined) continue;
+    values[name] = typeof value === 'object' && value !== null ? { ...value } : value;
     fields += 1;
   }
-  return fields === fieldCount(known);
+  let backoffFields = 0;
+  const { backoff } = values as CachePolicy;
+  if (backoff !== undefined) {
+    if (backoff.initial !== undefined) backoffFields += 1;
+    if (backoff.max !== undefined) backoffFields += 1;
+  }
+  return { values: values as CachePolicy, fields, backoffFields };
 }
 
-function fieldCount(policy: CachePolicy): number {
-  let fields = 0;
-  for (const _name in policy) fields += 1;
-  return fields;
-}
-
-function sameBackoff(value: unknown, other: unknown): boolean {
-  if (typeof value !== 'object' || value === null || typeof other !== 'object' || other === null)
+/**
+ * Whether `policy` has exactly the fields set in `known` (a valid policy), with the same values
+ * (`===`; `backoff` field by field). Named reads and one count of the fields, nothing allocated:
+ * this runs on every read with a policy written inline. Equal counts and equal values of every
+ * known field leave no room for a field `known` does not have (an unknown one is refused anew).
+ */
+function sameValues(policy: CachePolicy, known: PolicyValues): boolean {
+  const k = known.values;
+  if (
+    policy.soft !== k.soft ||
+    policy.hard !== k.hard ||
+    policy.jitter !== k.jitter ||
+    policy.negativeTtl !== k.negativeTtl ||
+    policy.leaseTtl !== k.leaseTtl ||
+    policy.waitTimeout !== k.waitTimeout ||
+    policy.onWaitTimeout !== k.onWaitTimeout ||
+    policy.staleWhileRevalidate !== k.staleWhileRevalidate ||
+    policy.loaderSoftTimeout !== k.loaderSoftTimeout ||
+    policy.loaderHardTimeout !== k.loaderHardTimeout ||
+    policy.earlyRefresh !== k.earlyRefresh ||
+    policy.serializer !== k.serializer ||
+    countFields(policy) !== known.fields
+  )
     return false;
-  return sameValues(value as CachePolicy, other as CachePolicy);
+  const { backoff } = policy;
+  if (backoff === k.backoff) return true;
+  if (typeof backoff !== 'object' || backoff === null || k.backoff === undefined) return false;
+  return (
+    backoff.initial === k.backoff.initial &&
+    backoff.max === k.backoff.max &&
+    countFields(backoff) === known.backoffFields
+  );
+}
+
+function countFields(object: object): number {
+  let fields = 0;
+  for (const _name in object) fields += 1;
+  return fields;
 }

@@ -42,6 +42,9 @@ describe('per-call policies resolved by value', () => {
     expect(engine.policyFor({ soft: '1m', hard: undefined })).toEqual(first);
     expect(engine.policyFor({ soft: '2m' }).softMs).toBe(120_000);
     expect(() => engine.policyFor({ soft: '2m', hard: '1m' })).toThrow(/policy\.hard/);
+    // As many fields as the last policy, one unknown where that one had an unset field.
+    engine.policyFor({ soft: '1m', hard: undefined });
+    expect(() => engine.policyFor({ soft: '1m', sfot: '2m' } as never)).toThrow(/policy\.sfot/);
   });
 });
 
