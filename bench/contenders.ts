@@ -10,11 +10,14 @@ import {
   herdGuardRedisPeer,
   herdGuardRedisStrictPeer,
 } from './peers/herd-guard.peer.js';
+import { lruCachePeer, memorySingleflightPeer } from './peers/lru-cache.peer.js';
 import { noProtectionPeer } from './peers/no-protection.peer.js';
 import { type PeerFactory } from './peers/peer.js';
 import { singleflightPeer } from './peers/singleflight.peer.js';
 
 export const CONTENDERS: readonly PeerFactory[] = [
+  lruCachePeer,
+  memorySingleflightPeer,
   noProtectionPeer,
   singleflightPeer,
   cacheManagerPeer,

@@ -267,9 +267,12 @@ export class HerdGuardService {
     return this.engine.store.health();
   }
 
-  /** Subscribes to engine events (metrics, logs). Returns the unsubscribe function. */
-  onEvent(listener: HerdEventListener): () => void {
-    return this.engine.onEvent(listener);
+  /**
+   * Subscribes to engine events (metrics, logs). Returns the unsubscribe function. With `reads:
+   * false` the listener is not given `read` events, and hits stay free of them.
+   */
+  onEvent(listener: HerdEventListener, options?: { readonly reads?: boolean }): () => void {
+    return this.engine.onEvent(listener, options);
   }
 }
 

@@ -23,7 +23,14 @@ export type {
 } from './core/policy.js';
 export { ENTRY_FORMAT_VERSION, decodeEntry, encodeEntry } from './core/entry.js';
 export type { Entry } from './core/entry.js';
-export type { HerdEvent, HerdEventListener, HerdEventType, ReadPath } from './core/events.js';
+export type {
+  HerdEvent,
+  HerdEventListener,
+  HerdEventType,
+  ReadCounter,
+  ReadEvent,
+  ReadPath,
+} from './core/events.js';
 export type { LoadTracer, WaitOutcome } from './core/load-tracer.js';
 export type { Fill, FillMode } from './core/fill-protocol.js';
 export type { StatsSnapshot } from './core/stats.js';

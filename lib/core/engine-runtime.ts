@@ -2,7 +2,7 @@ import { ClosedError } from '../errors/closed.error.js';
 import { InvalidKeyError } from '../errors/invalid-key.error.js';
 import { isValidKey } from '../keys/valid-key.js';
 import type { Entry } from './entry.js';
-import type { HerdEvent, HerdEventListener } from './events.js';
+import type { HerdEvent, HerdEventListener, ReadCounter, ReadEvent } from './events.js';
 import {
   CORRUPT_ENTRY,
   type HerdStore,
@@ -27,13 +27,15 @@ export class EngineRuntime {
   readonly scopes = new LoadScopes();
   readonly stats = new EngineStats();
   readonly #listeners: HerdEventListener[] = [];
+  /** The listeners that also want `read` events; see `subscribe`. */
+  readonly #readListeners: HerdEventListener[] = [];
   /**
-   * The listeners that want reads, read-only (the hot path checks whether there are any); see
-   * `subscribe`.
+   * The listeners of `read` events, read-only: the hot path builds a `read` event (and reads the
+   * clock for its duration) only when there is one.
    */
-  readonly listeners: readonly HerdEventListener[] = this.#listeners;
-  /** Listeners of every event but reads: a hit never calls them. */
-  readonly #loadListeners: HerdEventListener[] = [];
+  readonly readListeners: readonly HerdEventListener[] = this.#readListeners;
+  /** Counters of reads per key (hot keys), told once per answer; see `countReads`. */
+  readonly #readCounters: ReadCounter[] = [];
   /**
    * Store writes started without awaiting them (lease release/hold); `settled()` waits for them.
    */
@@ -61,16 +63,40 @@ export class EngineRuntime {
   }
 
   /**
-   * Adds an event listener (of every event but reads when `reads` is false); returns the function
+   * Adds an event listener (given `read` events too unless `reads` is false); returns the function
    * that removes it.
    */
   subscribe(listener: HerdEventListener, reads = true): () => void {
-    const listeners = reads ? this.#listeners : this.#loadListeners;
-    listeners.push(listener);
+    const removeAll = addTo(this.#listeners, listener);
+    const removeRead = reads ? addTo(this.#readListeners, listener) : undefined;
     return () => {
-      const index = listeners.indexOf(listener);
-      if (index >= 0) listeners.splice(index, 1);
+      removeAll();
+      removeRead?.();
     };
+  }
+
+  /** Tells `counter` the key of every read answered from now on; returns the function that stops. */
+  countReads(counter: ReadCounter): () => void {
+    return addTo(this.#readCounters, counter);
+  }
+
+  /** A read of `key` answered `callers` callers: the read counters count it in place. */
+  countAnswer(key: string, callers: number): void {
+    const counters = this.#readCounters;
+    for (let i = 0; i < counters.length; i += 1) counters[i]!.add(key, callers);
+  }
+
+  /** Reports a read to the listeners of `read` events, once per caller it answered. */
+  emitRead(event: ReadEvent, callers: number): void {
+    for (const listener of this.#readListeners) {
+      for (let i = 0; i < callers; i += 1) {
+        try {
+          listener(event);
+        } catch {
+          // A listener's failure must not break the read path.
+        }
+      }
+    }
   }
 
   /** Reads the store; a failing store is reported and read as nothing (the caller then loads). */
@@ -144,18 +170,19 @@ export class EngineRuntime {
         // A listener's failure must not break the read path.
       }
     }
-    if (event.type === 'read') return;
-    for (const listener of this.#loadListeners) {
-      try {
-        listener(event);
-      } catch {
-        // Nor the load path.
-      }
-    }
   }
 
   assertOpen(key: unknown): asserts key is string {
     if (!isValidKey(key)) throw new InvalidKeyError(key);
     if (this.#closed) throw new ClosedError(key);
   }
+}
+
+/** Adds `item` to `list`; returns the function that removes it (once). */
+function addTo<T>(list: T[], item: T): () => void {
+  list.push(item);
+  return () => {
+    const index = list.indexOf(item);
+    if (index >= 0) list.splice(index, 1);
+  };
 }

@@ -7,17 +7,8 @@ export type ReadPath = 'fresh' | 'stale' | 'miss';
  * metric labels.
  */
 export type HerdEvent =
-  /**
-   * A read returned. `path` tells how; `negative` marks a cached "not found"; `shared` a joined
-   * load.
-   */
-  | {
-      readonly type: 'read';
-      readonly key: string;
-      readonly path: ReadPath;
-      readonly negative: boolean;
-      readonly durationMs: number;
-    }
+  /** A read returned (see {@link ReadEvent}). */
+  | ReadEvent
   /**
    * `callers` callers joined a load already running in this process instead of starting one: one
    * event per join, however many callers (sharing one read) joined together.
@@ -78,6 +69,26 @@ export type HerdEvent =
       readonly key: string | undefined;
       readonly error: unknown;
     };
+
+/**
+ * A read returned. `path` tells how; `negative` marks a cached "not found". Built only when a
+ * listener wants reads (see `HerdEngine.onEvent`).
+ */
+export interface ReadEvent {
+  readonly type: 'read';
+  readonly key: string;
+  readonly path: ReadPath;
+  readonly negative: boolean;
+  readonly durationMs: number;
+}
+
+/**
+ * Counts reads per key in place (hot keys): told once per answer with the number of callers it
+ * answered, synchronously on the read path, so it must be cheap, allocation-free and never throw.
+ */
+export interface ReadCounter {
+  add(key: string, times: number): void;
+}
 
 export type HerdEventType = HerdEvent['type'];
 export type HerdEventListener = (event: HerdEvent) => void;

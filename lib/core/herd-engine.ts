@@ -11,7 +11,7 @@ import { BackgroundRefresh, type RefreshRequest } from './background-refresh.js'
 import { parseTimerDuration } from './duration.js';
 import { EngineRuntime, UNREACHABLE } from './engine-runtime.js';
 import { type Entry, isBornStale, isFresh, isNegative, isServable, newEntry } from './entry.js';
-import type { HerdEventListener, ReadPath } from './events.js';
+import type { HerdEventListener, ReadCounter, ReadPath } from './events.js';
 import { FillProtocol } from './fill-protocol.js';
 import type { HerdStore, StoreSnapshot } from './herd-store.interface.js';
 import { Invalidation } from './invalidation.js';
@@ -98,6 +98,20 @@ interface Served<T> {
 const NOT_ROUTED: Promise<undefined> = Promise.resolve(undefined);
 
 /**
+ * The last synchronous answer of a shareable read (a hit the store answered from memory), which the
+ * callers of the same key, policy and tags that come in the same tick receive without reading the
+ * store again. One object per engine, rewritten in place and emptied once per tick.
+ */
+interface TickAnswer {
+  key: string | undefined;
+  policy: ResolvedPolicy | undefined;
+  tags: readonly string[] | undefined;
+  path: ReadPath;
+  negative: boolean;
+  answer: Promise<unknown> | undefined;
+}
+
+/**
  * The read path: fresh hit, stale hit with one background refresh, and a coalesced, leased load
  * on a miss. Writes and invalidations advance the key's version in the store, which fences loads
  * already running. Framework-free; the NestJS service wraps one engine.
@@ -115,6 +129,28 @@ export class HerdEngine {
    * that sent them: a caller arriving later may come after an invalidation, so it reads anew.
    */
   readonly #sharedReads = new Map<string, ReadRequest<unknown>>();
+  /**
+   * The synchronous answer joinable until the end of the tick that made it (see `#sharedReads` for
+   * why no later). Written by `#shareAnswer`, emptied by `#endTick`.
+   */
+  readonly #tickAnswer: TickAnswer = {
+    key: undefined,
+    policy: undefined,
+    tags: undefined,
+    path: 'fresh',
+    negative: false,
+    answer: undefined,
+  };
+  /** Whether `#endTick` is queued. */
+  #tickEnding = false;
+  readonly #endTick = (): void => {
+    const slot = this.#tickAnswer;
+    slot.key = undefined;
+    slot.policy = undefined;
+    slot.tags = undefined;
+    slot.answer = undefined;
+    this.#tickEnding = false;
+  };
 
   constructor(options: HerdEngineOptions) {
     this.store = options.store;
@@ -284,6 +320,14 @@ export class HerdEngine {
     return this.#runtime.subscribe(listener, options?.reads !== false);
   }
 
+  /**
+   * Tells `counter` the key of every answered read, once per answer with the number of callers
+   * it answered (hot keys). Returns the function that stops it.
+   */
+  countReads(counter: ReadCounter): () => void {
+    return this.#runtime.countReads(counter);
+  }
+
   /** Counters since start. */
   stats(): StatsSnapshot {
     return this.#runtime.stats.snapshot(this.#inflight());
@@ -384,7 +428,7 @@ export class HerdEngine {
     }
     const tags = options?.tags;
     const signal = options?.signal;
-    const startedAt = runtime.listeners.length > 0 ? performance.now() : 0;
+    const startedAt = runtime.readListeners.length > 0 ? performance.now() : 0;
     // Inside a loader: this key is an input of the value being loaded.
     const scope = runtime.scopes.current();
     if (scope !== undefined) {
@@ -405,8 +449,13 @@ export class HerdEngine {
     }
     const shareable = wants === 'value' && signal === undefined && timeoutMs === undefined;
     if (shareable) {
-      // Callers of a key with the same policy and tags share a store read sent in this tick (and
-      // its routing).
+      // Callers of a key with the same policy and tags share an answer given from memory in this
+      // tick, or a store read sent in this tick (and its routing).
+      const slot = this.#tickAnswer;
+      if (slot.key === key && slot.policy === policy && sameTags(slot.tags, tags)) {
+        this.#counted(key, slot.path, slot.negative, startedAt);
+        return slot.answer as Promise<T>;
+      }
       const shared = this.#sharedReads.get(key);
       if (shared !== undefined && shared.policy === policy && sameTags(shared.tags, tags)) {
         shared.joiners += 1;
@@ -426,7 +475,9 @@ export class HerdEngine {
       now = runtime.now();
       // Most reads end here: a fresh hit, answered without building a request.
       if (entry !== undefined && policy.earlyRefreshBeta === 0 && isFresh(entry, now)) {
-        return Promise.resolve(this.#hit(key, entry, startedAt, wants));
+        const answer = Promise.resolve(this.#hit(key, entry, startedAt, wants));
+        if (shareable) this.#shareAnswer(key, policy, tags, entry, 'fresh', answer);
+        return answer;
       }
     }
     const read: ReadRequest<T> = {
@@ -442,8 +493,17 @@ export class HerdEngine {
       joiners: 0,
       routed: NOT_ROUTED,
     };
-    if (!(found instanceof Promise))
-      return Promise.resolve(this.#route(read, entry, found.version, now));
+    if (!(found instanceof Promise)) {
+      const routed = this.#route(read, entry, found.version, now);
+      if (routed instanceof Promise) return routed;
+      const answer = Promise.resolve(routed);
+      // Answered at once (stale, or fresh with an early refresh): the same for this tick's callers.
+      if (shareable && entry !== undefined) {
+        const path = isFresh(entry, now) ? 'fresh' : 'stale';
+        this.#shareAnswer(key, policy, tags, entry, path, answer);
+      }
+      return answer;
+    }
     const routed = found.then(
       (snapshot) => this.#routeSnapshot(read, snapshot),
       (error: unknown) => this.#routeSnapshot(read, runtime.storeReadFailed(key, error)),
@@ -456,6 +516,27 @@ export class HerdEngine {
       });
     }
     return routed;
+  }
+
+  /** Keeps `answer` for the callers of `key` that come in this tick (see `#tickAnswer`). */
+  #shareAnswer(
+    key: string,
+    policy: ResolvedPolicy,
+    tags: readonly string[] | undefined,
+    entry: Entry,
+    path: ReadPath,
+    answer: Promise<unknown>,
+  ): void {
+    const slot = this.#tickAnswer;
+    slot.key = key;
+    slot.policy = policy;
+    slot.tags = tags;
+    slot.path = path;
+    slot.negative = isNegative(entry);
+    slot.answer = answer;
+    if (this.#tickEnding) return;
+    this.#tickEnding = true;
+    queueMicrotask(this.#endTick);
   }
 
   #routeSnapshot<T>(
@@ -651,19 +732,19 @@ export class HerdEngine {
 
   /** A fresh hit of the hot path: one caller, counted and reported like {@link #answer}. */
   #hit<T>(key: string, entry: Entry<T>, startedAt: number, wants: Wants): T | ReadResult<T> {
-    const negative = isNegative(entry);
-    const runtime = this.#runtime;
-    runtime.stats.countRead('fresh', negative);
-    if (runtime.listeners.length > 0) {
-      runtime.emit({
-        type: 'read',
-        key,
-        path: 'fresh',
-        negative,
-        durationMs: elapsedMs(startedAt),
-      });
-    }
+    this.#counted(key, 'fresh', isNegative(entry), startedAt);
     return wants === 'value' ? entry.value : toResult(entry, 'fresh');
+  }
+
+  /** Counts and reports one caller answered without a read of its own. */
+  #counted(key: string, path: ReadPath, negative: boolean, startedAt: number): void {
+    const runtime = this.#runtime;
+    runtime.stats.countRead(path, negative);
+    runtime.countAnswer(key, 1);
+    if (runtime.readListeners.length > 0) {
+      const durationMs = elapsedMs(startedAt);
+      runtime.emitRead({ type: 'read', key, path, negative, durationMs }, 1);
+    }
   }
 
   /** Counts and reports the read (for every caller sharing it), and gives the caller its answer. */
@@ -677,10 +758,10 @@ export class HerdEngine {
     const callers = 1 + read.joiners;
     const runtime = this.#runtime;
     runtime.stats.countRead(path, negative, callers);
-    if (runtime.listeners.length > 0) {
+    runtime.countAnswer(read.key, callers);
+    if (runtime.readListeners.length > 0) {
       const durationMs = elapsedMs(read.startedAt);
-      for (let i = 0; i < callers; i += 1)
-        runtime.emit({ type: 'read', key: read.key, path, negative, durationMs });
+      runtime.emitRead({ type: 'read', key: read.key, path, negative, durationMs }, callers);
     }
     return read.wants === 'value' ? entry.value : toResult(entry, path, revalidated);
   }

@@ -10,9 +10,10 @@ interface Step {
 }
 
 /**
- * Per-call policies resolved over an engine's defaults once per set of values, so a policy written
- * inline (a new object each call) costs a few map lookups on its fields (no string built, nothing
- * kept per object), and one reused call after call (a decorator's) one comparison.
+ * Per-call policies resolved over an engine's defaults once per set of values. A policy reused call
+ * after call (a decorator's) costs one comparison; one written inline (a new object each call,
+ * usually with the values of the call before) a comparison of its fields with the last resolved
+ * ones; other values a few map lookups on their fields (no string built, nothing kept per object).
  */
 export class PolicyCache {
   #root: Step = { next: undefined, resolved: undefined };
@@ -20,6 +21,8 @@ export class PolicyCache {
   /** The last policy object resolved, and its resolution. */
   #last: CachePolicy | undefined;
   #lastResolved: ResolvedPolicy | undefined;
+  /** The fields of the last policy resolved, copied (a caller may change its object later). */
+  #lastValues: PolicyValues | undefined;
 
   constructor(private readonly defaults: CachePolicy | undefined) {}
 
@@ -29,6 +32,11 @@ export class PolicyCache {
    */
   resolve(policy: CachePolicy): ResolvedPolicy {
     if (policy === this.#last) return this.#lastResolved!;
+    const lastValues = this.#lastValues;
+    if (lastValues !== undefined && sameValues(policy, lastValues)) {
+      this.#last = policy;
+      return this.#lastResolved!;
+    }
     let resolved = this.#find(policy);
     if (resolved === undefined) {
       resolved = resolvePolicy(policy, this.defaults);
@@ -36,6 +44,7 @@ export class PolicyCache {
     }
     this.#last = policy;
     this.#lastResolved = resolved;
+    this.#lastValues = valuesOf(policy);
     return resolved;
   }
 
@@ -95,4 +104,69 @@ function* fields(policy: CachePolicy): Generator<[string, unknown]> {
       yield [name, '}'];
     } else yield [name, value];
   }
+}
+
+/** The fields of a (valid) policy that are set, copied (`backoff` too), and how many there are. */
+interface PolicyValues {
+  readonly values: CachePolicy;
+  readonly fields: number;
+  readonly backoffFields: number;
+}
+
+function valuesOf(policy: CachePolicy): PolicyValues {
+  const values: Record<string, unknown> = {};
+  let fields = 0;
+  for (const name in policy) {
+    const value: unknown = (policy as Record<string, unknown>)[name];
+    if (value === undefined) continue;
+    values[name] = typeof value === 'object' && value !== null ? { ...value } : value;
+    fields += 1;
+  }
+  let backoffFields = 0;
+  const { backoff } = values as CachePolicy;
+  if (backoff !== undefined) {
+    if (backoff.initial !== undefined) backoffFields += 1;
+    if (backoff.max !== undefined) backoffFields += 1;
+  }
+  return { values: values as CachePolicy, fields, backoffFields };
+}
+
+/**
+ * Whether `policy` has exactly the fields set in `known` (a valid policy), with the same values
+ * (`===`; `backoff` field by field). Named reads and one count of the fields, nothing allocated:
+ * this runs on every read with a policy written inline. Equal counts and equal values of every
+ * known field leave no room for a field `known` does not have (an unknown one is refused anew).
+ */
+function sameValues(policy: CachePolicy, known: PolicyValues): boolean {
+  const k = known.values;
+  if (
+    policy.soft !== k.soft ||
+    policy.hard !== k.hard ||
+    policy.jitter !== k.jitter ||
+    policy.negativeTtl !== k.negativeTtl ||
+    policy.leaseTtl !== k.leaseTtl ||
+    policy.waitTimeout !== k.waitTimeout ||
+    policy.onWaitTimeout !== k.onWaitTimeout ||
+    policy.staleWhileRevalidate !== k.staleWhileRevalidate ||
+    policy.loaderSoftTimeout !== k.loaderSoftTimeout ||
+    policy.loaderHardTimeout !== k.loaderHardTimeout ||
+    policy.earlyRefresh !== k.earlyRefresh ||
+    policy.serializer !== k.serializer ||
+    countFields(policy) !== known.fields
+  )
+    return false;
+  const { backoff } = policy;
+  if (backoff === k.backoff) return true;
+  if (typeof backoff !== 'object' || backoff === null || k.backoff === undefined) return false;
+  return (
+    backoff.initial === k.backoff.initial &&
+    backoff.max === k.backoff.max &&
+    countFields(backoff) === known.backoffFields
+  );
+}
+
+function countFields(object: object): number {
+  let fields = 0;
+  for (const _name in object) fields += 1;
+  return fields;
 }

@@ -1,11 +1,18 @@
 import { ConfigurationError } from '../errors/configuration.error.js';
 
-/** A lone UTF-16 surrogate (half of a pair, alone): `\p{Cs}` matches only those in a `u` regex. */
-const LONE_SURROGATE = /\p{Cs}/u;
+/** `String.prototype.isWellFormed` (ES2024, in Node 20): false when a lone surrogate is present. */
+interface WellFormedString {
+  isWellFormed(): boolean;
+}
 
-/** True for a non-empty string without lone surrogates (see InvalidKeyError for why). */
+/**
+ * True for a non-empty string without lone UTF-16 surrogates (see InvalidKeyError for why). Runs
+ * on every read: `isWellFormed` is a native scan, several times cheaper than a `\p{Cs}` regex.
+ */
 export function isValidKey(key: unknown): key is string {
-  return typeof key === 'string' && key.length > 0 && !LONE_SURROGATE.test(key);
+  return (
+    typeof key === 'string' && key.length > 0 && (key as unknown as WellFormedString).isWellFormed()
+  );
 }
 
 /** Tags name index keys, so each must be a valid key; `field` names the option in the error. */

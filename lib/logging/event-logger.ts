@@ -31,7 +31,8 @@ export class EventLogger {
     private readonly logger: LoggerService,
     private readonly now: () => number = Date.now,
   ) {
-    this.#unsubscribe = engine.onEvent((event) => this.#log(event));
+    // Reads are not logged: without `read` events a hit builds no event for the logger.
+    this.#unsubscribe = engine.onEvent((event) => this.#log(event), { reads: false });
     // A store set up so that invalidations may miss (an eviction policy): at start, and when found.
     this.#unwatchStore =
       engine.store.onWarning?.((warning) =>

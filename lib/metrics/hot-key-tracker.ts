@@ -9,20 +9,27 @@ export interface HotKeysSnapshot {
   readonly refreshed: readonly HotKey[];
 }
 
-/** Follows an engine's reads and loads and keeps the top keys of each (Space-Saving). */
+/**
+ * Follows an engine's reads and loads and keeps the top keys of each (Space-Saving). Reads are
+ * counted in place, once per answer (no event per read); loads from the engine's events.
+ */
 export class HotKeyTracker {
   readonly #requested: HotKeys;
   readonly #refreshed: HotKeys;
   readonly #unsubscribe: () => void;
+  readonly #stopCounting: () => void;
 
   constructor(engine: HerdEngine, capacity: number) {
     this.#requested = new HotKeys(capacity);
     this.#refreshed = new HotKeys(capacity);
-    this.#unsubscribe = engine.onEvent((event) => {
-      if (event.type === 'read') this.#requested.add(event.key);
-      else if (event.type === 'load-ok' || event.type === 'load-failed')
-        this.#refreshed.add(event.key);
-    });
+    this.#stopCounting = engine.countReads(this.#requested);
+    this.#unsubscribe = engine.onEvent(
+      (event) => {
+        if (event.type === 'load-ok' || event.type === 'load-failed')
+          this.#refreshed.add(event.key);
+      },
+      { reads: false },
+    );
   }
 
   snapshot(top = 10): HotKeysSnapshot {
@@ -30,6 +37,7 @@ export class HotKeyTracker {
   }
 
   close(): void {
+    this.#stopCounting();
     this.#unsubscribe();
   }
 }

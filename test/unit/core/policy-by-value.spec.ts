@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import type { CachePolicy } from '../../../lib/index.js';
+import type { CachePolicy, Duration } from '../../../lib/index.js';
 import { memoryEngine } from '../../helpers/engine.js';
 
 /**
@@ -29,6 +29,21 @@ describe('per-call policies resolved by value', () => {
     expect(engine.policyFor({ soft: 60_000 })).not.toBe(first);
     // A bad policy is still refused every time.
     expect(() => engine.policyFor({ soft: '1m', sfot: '2m' } as never)).toThrow(/policy\.sfot/);
+    expect(() => engine.policyFor({ soft: '1m', sfot: '2m' } as never)).toThrow(/policy\.sfot/);
+  });
+
+  it('matches a new policy object against the values the last one had when it was resolved', () => {
+    const engine = memoryEngine();
+    const written: { soft: Duration } = { soft: '1m' };
+    const first = engine.policyFor(written);
+    // The caller reuses its object for something else afterwards.
+    written.soft = '2m';
+    expect(engine.policyFor({ soft: '1m' })).toBe(first);
+    expect(engine.policyFor({ soft: '1m', hard: undefined })).toEqual(first);
+    expect(engine.policyFor({ soft: '2m' }).softMs).toBe(120_000);
+    expect(() => engine.policyFor({ soft: '2m', hard: '1m' })).toThrow(/policy\.hard/);
+    // As many fields as the last policy, one unknown where that one had an unset field.
+    engine.policyFor({ soft: '1m', hard: undefined });
     expect(() => engine.policyFor({ soft: '1m', sfot: '2m' } as never)).toThrow(/policy\.sfot/);
   });
 });
