@@ -37,14 +37,6 @@ export class Heartbeat {
    * are complete up to it.
    */
   #completeUpTo = Number.NEGATIVE_INFINITY;
-  /**
-   * Whether notifications are in time, so hits need no clock read: set when a heartbeat or a
-   * subscription moves {@link #completeUpTo} on, cleared by {@link #lapse} at `completeUpTo +
-   * boundMs` (and by {@link inTimeNow} when it finds that moment past).
-   */
-  #trusted = false;
-  /** Clears {@link #trusted} when the newest proof of delivery gets older than the bound. */
-  #lapse: NodeJS.Timeout | undefined;
   /** The heartbeat last sent: when, and whether Redis took it. */
   #last: { readonly sentAt: number; published: boolean } | undefined;
   /** Heartbeats in a row that Redis took and that did not come back in time. */
@@ -62,20 +54,9 @@ export class Heartbeat {
     this.#timer.unref();
   }
 
-  /**
-   * True while notifications are known to be at most {@link boundMs} behind, as of the last timer
-   * turn: the per-hit check, without a clock read. A stall of the event loop is noticed by the
-   * first timer turn after it (or by {@link inTimeNow}).
-   */
+  /** True while notifications are known to be at most {@link boundMs} behind. */
   inTime(): boolean {
-    return this.#trusted && this.subscribed();
-  }
-
-  /** {@link inTime} checked against the clock now (health, reports). */
-  inTimeNow(): boolean {
-    if (this.#trusted && performance.now() - this.#completeUpTo > this.boundMs)
-      this.#trusted = false;
-    return this.inTime();
+    return this.subscribed() && performance.now() - this.#completeUpTo <= this.boundMs;
   }
 
   /**
@@ -84,7 +65,6 @@ export class Heartbeat {
   confirmed(sentAt: number): void {
     this.#completeUpTo = Math.max(this.#completeUpTo, sentAt);
     this.#missed = 0;
-    this.#rearm();
   }
 
   /** Handles a message if it is a heartbeat (any store's); returns false for other messages. */
@@ -96,25 +76,11 @@ export class Heartbeat {
     if (!Number.isFinite(at)) return true;
     this.#completeUpTo = Math.max(this.#completeUpTo, at);
     if (this.#last !== undefined && at >= this.#last.sentAt) this.#missed = 0;
-    this.#rearm();
     return true;
   }
 
   stop(): void {
     clearInterval(this.#timer);
-    clearTimeout(this.#lapse);
-    this.#trusted = false;
-  }
-
-  /** Trusts the copies until the newest proof of delivery is {@link boundMs} old. */
-  #rearm(): void {
-    clearTimeout(this.#lapse);
-    const leftMs = this.#completeUpTo + this.boundMs - performance.now();
-    this.#trusted = leftMs >= 0;
-    if (!this.#trusted) return;
-    // A timer may fire a little early: the check runs again then.
-    this.#lapse = setTimeout(() => this.#rearm(), Math.max(1, Math.ceil(leftMs)));
-    this.#lapse.unref();
   }
 
   #beat(): void {

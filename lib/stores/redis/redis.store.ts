@@ -164,7 +164,7 @@ export class RedisStore implements HerdStore {
     return {
       entries: this.#near.size,
       bytes: this.#near.bytes,
-      trusted: this.#heartbeat.inTimeNow(),
+      trusted: this.#heartbeat.inTime(),
       reads: this.#nearCounts.reads,
       hits: this.#nearCounts.hits,
     };
@@ -488,7 +488,7 @@ export class RedisStore implements HerdStore {
     if (unreachable !== undefined) return { status: 'degraded', breaker, reason: unreachable };
     if (!this.#subscriber.subscribed)
       return { status: 'degraded', breaker, reason: 'notifications not subscribed' };
-    if (!this.#heartbeat.inTimeNow())
+    if (!this.#heartbeat.inTime())
       return { status: 'degraded', breaker, reason: 'notifications late' };
     return { status: 'up', breaker };
   }
