@@ -224,6 +224,34 @@ describe('near cache: an event-loop stall', () => {
     // Nothing was missed: the 20 copies are still good, and the next 20 hits need no round trip.
     expect(pod.store.nearCache.entries).toBe(20);
   });
+
+  it('does not trust a copy for a hit made right after a stall longer than the bound, before any timer ran', async () => {
+    const commandTimeoutMs = 500;
+    const namespace = `near-stall${(run += 1)}`;
+    const notifications = await FaultProxy.start(redis.server);
+    const stalled = await splitPod(namespace, redis.server.port, notifications.port, {
+      commandTimeout: commandTimeoutMs,
+    });
+    const other = await startPod(namespace, { url: redis.server.url, commandTimeout: '10s' });
+    await stalled.engine.getOrLoad('k', async () => 'old');
+    await until(() => stalled.store.nearCache.trusted, 5_000, 'copies to be trusted');
+
+    // Another pod replaces k; the stalled pod's notification of it is held on the way.
+    notifications.pause('toClient');
+    await other.engine.set('k', 'new');
+
+    // The process is busy for longer than the bound, then serves a hit in the same turn (as the
+    // rest of a batch of requests would be, before the timers of the loop run again).
+    Atomics.wait(
+      new Int32Array(new SharedArrayBuffer(4)),
+      0,
+      0,
+      trustBoundMs(commandTimeoutMs) + 200,
+    );
+    const seen = await stalled.engine.read('k', async () => 'reloaded');
+    notifications.resume('toClient');
+    expect(seen).not.toMatchObject({ value: 'old', path: 'fresh' });
+  });
 });
 
 /**
