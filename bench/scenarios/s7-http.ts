@@ -12,6 +12,7 @@ import autocannon from 'autocannon';
 import { int, ms, rate, ratio, type Table } from '../harness/markdown.js';
 import { summarize } from '../harness/stats.js';
 import { sleep } from '../harness/time.js';
+import { PING_ROUTES } from '../http/routes.js';
 import {
   type Scenario,
   type ScenarioContext,
@@ -22,7 +23,7 @@ import {
 const SERVER = fileURLToPath(new URL('../http/server.js', import.meta.url));
 const SOFT_MS = 1_000;
 const HARD_MS = 3_000;
-const ROUTES = ['uncached', 'noop-interceptor', 'herd-guard', 'cache-manager'] as const;
+const ROUTES = PING_ROUTES;
 
 interface ThroughputRow {
   readonly route: (typeof ROUTES)[number];
