@@ -571,18 +571,16 @@ export class HerdGuardInterceptor implements NestInterceptor {
     return handler.varyList.names;
   }
 
+  /** One per request (`switchToHttp()` would make three closures per call). */
   #response(context: ExecutionContext): HttpResponse {
-    return HttpResponse.of(
-      context.switchToHttp().getResponse<unknown>(),
+    return this.#request(context).response(
+      context.getArgByIndex<unknown>(1),
       this.httpAdapterHost?.httpAdapter,
     );
   }
 
   #request(context: ExecutionContext): HttpRequest {
-    return HttpRequest.of(
-      context.switchToHttp().getRequest<unknown>(),
-      this.httpAdapterHost?.httpAdapter,
-    );
+    return HttpRequest.of(context.getArgByIndex<unknown>(0), this.httpAdapterHost?.httpAdapter);
   }
 }
 

@@ -1,5 +1,6 @@
 import type { AbstractHttpAdapter } from '@nestjs/core';
 import { hostName } from '../keys/host-name.js';
+import { HttpResponse } from './http-response.js';
 
 /** The platform request (Express `Request`, Fastify `FastifyRequest`), as herd-guard reads it. */
 type PlatformRequest = {
@@ -26,6 +27,8 @@ export class HttpRequest {
   #method: string | undefined;
   /** Set by {@link markHandled}, never unset. */
   #handled = false;
+  /** Made on first use by {@link response}. */
+  #response: HttpResponse | undefined;
 
   private constructor(
     private readonly raw: PlatformRequest,
@@ -98,6 +101,15 @@ export class HttpRequest {
    */
   get handled(): boolean {
     return this.#handled;
+  }
+
+  /**
+   * The response to this request (`raw`, the platform response), as herd-guard reads and writes
+   * it: one reading per request, however many hooks look at it.
+   */
+  response(raw: unknown, adapter: AbstractHttpAdapter | undefined): HttpResponse {
+    this.#response ??= new HttpResponse(raw, adapter);
+    return this.#response;
   }
 
   markHandled(): void {

@@ -30,24 +30,10 @@ type NodeResponse = {
  * Fastify alike), else through the fields both platforms share.
  */
 export class HttpResponse {
-  /** One per response, however many hooks look at it (kept beside it, as {@link HttpRequest}'s). */
-  static readonly #responses = new WeakMap<object, HttpResponse>();
-
   constructor(
     private readonly raw: unknown,
     private readonly adapter: AbstractHttpAdapter | undefined,
   ) {}
-
-  /** The one `HttpResponse` of the platform response `raw`, made on first use. */
-  static of(raw: unknown, adapter: AbstractHttpAdapter | undefined): HttpResponse {
-    if (typeof raw !== 'object' || raw === null) return new HttpResponse(raw, adapter);
-    let response = HttpResponse.#responses.get(raw);
-    if (response === undefined) {
-      response = new HttpResponse(raw, adapter);
-      HttpResponse.#responses.set(raw, response);
-    }
-    return response;
-  }
 
   /**
    * The Node.js response underneath (Express's response is one; Fastify's reply holds it as `raw`).
