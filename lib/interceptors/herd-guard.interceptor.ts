@@ -468,11 +468,11 @@ export class HerdGuardInterceptor implements NestInterceptor {
     const response = this.#response(context);
     const written = response.header('cache-control') !== undefined;
     for (const [name, value] of this.#cacheHeaders.of(result, Date.now(), scoped)) {
-      if (name !== 'Cache-Control' || !written) response.setHeader(name, value);
+      if (name !== 'Cache-Control' || !written) response.setHeaderAsIs(name, value);
     }
     const header = response.header('vary');
     const merged = mergeVary(header, vary);
-    if (merged !== header && merged !== undefined) response.setHeader('Vary', merged);
+    if (merged !== header && merged !== undefined) response.setHeaderAsIs('Vary', merged);
   }
 
   /** The cache of a route: the default one, or the one its `cache` option names. */

@@ -1,3 +1,5 @@
+import { ServerResponse } from 'node:http';
+
 /**
  * The Node.js response methods the watch wraps (`ServerResponse`, or HTTP/2's compatibility
  * response).
@@ -51,7 +53,8 @@ export class ResponseHead {
    * watch.
    */
   readonly #writeHead: NodeResponse['writeHead'];
-  #setHeader: NodeResponse['setHeader'];
+  /** Read when the fields are watched (`undefined` until then: the response's own is called). */
+  #setHeader: NodeResponse['setHeader'] | undefined;
   #appendHeader: NodeResponse['appendHeader'];
   /** Whether `setHeader` and `appendHeader` are wrapped (from the start, or once needed). */
   #fieldsWatched = false;
@@ -63,8 +66,6 @@ export class ResponseHead {
 
   private constructor(private readonly node: WatchedResponse) {
     this.#writeHead = node.writeHead;
-    this.#setHeader = node.setHeader;
-    this.#appendHeader = node.appendHeader;
     this.#hooked = Object.hasOwn(node, 'writeHead');
     if (node.headersSent === true) {
       this.#setCookie = node.getHeader('set-cookie') !== undefined;
@@ -147,7 +148,7 @@ export class ResponseHead {
 
   static #wrappedSetHeader(this: WatchedResponse, name: string, value: unknown): unknown {
     const head = ResponseHead.#of(this);
-    const result = head.#setHeader.call(
+    const result = (head.#setHeader ?? ServerResponse.prototype.setHeader).call(
       this,
       name,
       head.#setCookie && isCacheControl(name) ? privately(value) : value,
@@ -194,7 +195,9 @@ export class ResponseHead {
   #sawCookie(passed?: object): void {
     this.#setCookie = true;
     const current = this.node.getHeader('cache-control');
-    if (current !== undefined) this.#setHeader.call(this.node, 'cache-control', privately(current));
+    if (current !== undefined) {
+      (this.#setHeader ?? this.node.setHeader).call(this.node, 'cache-control', privately(current));
+    }
     if (Array.isArray(passed)) {
       // Raw headers: [name, value, name, value, ...].
       for (let i = 0; i + 1 < passed.length; i += 2) {
@@ -249,6 +252,8 @@ function isOver(node: NodeResponse): boolean {
 }
 
 function isNodeResponse(value: unknown): value is NodeResponse {
+  // Express's response and Fastify's `reply.raw` (HTTP/1) are ServerResponses: no field to read.
+  if (value instanceof ServerResponse) return true;
   if (typeof value !== 'object' || value === null) return false;
   const candidate = value as Partial<NodeResponse>;
   return (
