@@ -9,7 +9,7 @@ import {
 } from '@nestjs/common';
 import { HttpAdapterHost, ModuleRef, Reflector } from '@nestjs/core';
 import { type Observable, defaultIfEmpty, from, map, mergeMap, of, takeLast, tap } from 'rxjs';
-import type { LoadContext, ReadResult } from '../core/herd-engine.js';
+import type { LoadContext, ReadOptions, ReadResult } from '../core/herd-engine.js';
 import { ConfigurationError } from '../errors/configuration.error.js';
 import { KeySerializationError } from '../errors/key-serialization.error.js';
 import { LoaderFailedError } from '../errors/loader-failed.error.js';
@@ -22,13 +22,13 @@ import { HerdGuardService } from '../herd-guard.service.js';
 import type { CachedRouteOptions } from '../interfaces/cached-route-options.interface.js';
 import { routeCacheKey } from '../keys/route-key.js';
 import { type RouteConfig, routeConfig } from '../metadata/route-config.js';
-import { cacheHeaders } from './cache-headers.js';
 import {
   CACHEABLE_STATUSES,
   type CachedResponse,
   cacheControlLifetime,
   forbidsStoring,
 } from './cached-response.js';
+import { EntryCacheHeaders } from './entry-cache-headers.js';
 import { HeadFences } from './head-fences.js';
 import { HttpRequest } from './http-request.js';
 import { HttpResponse } from './http-response.js';
@@ -74,12 +74,22 @@ interface HandlerRun {
   readonly vary: readonly string[];
   /** The response of the request the run is for. */
   readonly exchange: ResponseExchange;
-  /** Its head as it goes out (`undefined` off Node.js). */
+  /** Its head as it goes out (`undefined` off Node.js), watched from the start of the run. */
   readonly head: ResponseHead | undefined;
   /** The engine's context of this load, where the response's own TTL is chosen. */
   readonly loading: LoadContext<unknown>;
   /** The route takes the soft TTL from the handler's `Cache-Control`. */
   readonly ttlFromCacheControl: boolean;
+}
+
+/** The request headers the key of a handler's requests includes, kept for the next request. */
+interface VaryList {
+  /** What it was made from: the route's `vary`, the `Vary` set before the handler, `varies`. */
+  readonly route: readonly string[];
+  readonly header: string | undefined;
+  readonly varies: number;
+  /** Lower case, without repeats. */
+  readonly names: readonly string[];
 }
 
 /** Per handler, read once: its identity in keys and whether it may be cached at all. */
@@ -95,6 +105,8 @@ interface HandlerState extends RouteHandler {
    * later keys include them.
    */
   readonly varies: Set<string>;
+  /** The last vary list made for the handler's requests (see `#varyOf`). */
+  varyList: VaryList | undefined;
 }
 
 /**
@@ -113,6 +125,10 @@ export class HerdGuardInterceptor implements NestInterceptor {
   readonly #routes = new WeakMap<object, RouteConfig>();
   readonly #handlers = new WeakMap<object, HandlerState>();
   readonly #fences = new HeadFences();
+  /** The `X-Cache`, `Age` and `Cache-Control` of the answers from each entry, made once a second. */
+  readonly #cacheHeaders = new EntryCacheHeaders();
+  /** The read options of routes whose tags are a list: one object per route, not per request. */
+  readonly #readOptions = new WeakMap<RouteConfig, ReadOptions>();
   /** Made on first use: the HTTP adapter may be set after the interceptor is made. */
   #replays: ReplayPlans | undefined;
   /** The named caches routes asked for (`@CachedRoute({ cache })`), looked up on first use. */
@@ -183,7 +199,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
     next: CallHandler,
     request: HttpRequest,
     { key, scope, vary, response }: KeyedRequest,
-  ): Observable<unknown> {
+  ): Observable<unknown> | Promise<Observable<unknown>> {
     if (key === undefined) return next.handle();
     const exchange = new ResponseExchange(response);
     const scoped = scope !== undefined;
@@ -191,48 +207,73 @@ export class HerdGuardInterceptor implements NestInterceptor {
     // already.
     if (forbidsStoring(exchange.preparedCacheControl, scoped)) return next.handle();
     request.markHandled();
-    // A Set-Cookie added as the response goes out makes it private, and keeps its run out of the
-    // cache.
-    const head = ResponseHead.watch(response.node);
     const route = this.routeConfigOf(context);
     const cache = this.#cacheOf(route);
-    const tags = typeof route.tags === 'function' ? route.tags(context) : route.tags;
     const read = new RequestRead();
     const load = (loading: LoadContext<unknown>): Observable<StoredResponse> => {
       read.handlerStarted();
+      // A Set-Cookie added as the response goes out makes it private, and keeps its run out of the
+      // cache: the head is watched from before the handler runs (a hit never runs it).
+      const head = ResponseHead.watch(response.node);
       const { ttlFromCacheControl } = route;
       const run = { cache, key, scoped, vary, exchange, head, loading, ttlFromCacheControl };
       return this.#load(context, next, run, loading.stale).pipe(
         tap({ error: (error: unknown) => read.handlerFailed(error) }),
       );
     };
-    const answer = cache.read(key, load, { policy: route.policy, tags }).then(
+    return cache.read(key, load, this.#readOptionsOf(context, route)).then(
       (result) => {
         // The engine served the others a stale entry (fail-safe); this request keeps what its
         // handler sent.
         const own = read.own;
-        if (own !== undefined && !own.failure) return own.body;
-        const reply = (): unknown => {
-          const body = exchange.replay(result.value, this.#replayPlans);
-          this.setCacheHeaders(context, result, scoped, vary);
-          return body;
-        };
+        if (own !== undefined && !own.failure) return of(own.body);
         // Another request's run whose head is still going out may yet prove private: wait for its
         // verdict.
         const fence = read.ranHere ? undefined : this.#fences.verdict(key);
-        return fence === undefined
-          ? reply()
-          : fence.then((servable) => (servable ? reply() : read.runOwnHandler()));
+        if (fence === undefined) return of(this.#reply(context, exchange, result, scoped, vary));
+        return fence.then((servable) =>
+          servable ? of(this.#reply(context, exchange, result, scoped, vary)) : next.handle(),
+        );
       },
-      (error: unknown): unknown => {
+      (error: unknown): Observable<unknown> => {
         const cause = error instanceof LoaderFailedError ? error.cause : error;
         if (cause instanceof UncacheableResponse)
-          return read.ranHere ? cause.body : read.runOwnHandler();
+          return read.ranHere ? of(cause.body) : next.handle();
         // The handler's own error (HttpException included), as if no interceptor were there.
         throw httpErrorFor(cause);
       },
     );
-    return from(answer).pipe(mergeMap((body) => (read.runsOwnHandler ? next.handle() : of(body))));
+  }
+
+  /**
+   * Answers this request from `result`: its stored status and headers, the cache headers; returns
+   * the body. Its head is watched as it goes out, for a late `Set-Cookie`: only guarded on a fresh
+   * hit (no run of the handler reads the watch; see {@link ResponseHead.guard}).
+   */
+  #reply(
+    context: ExecutionContext,
+    exchange: ResponseExchange,
+    result: ReadResult<unknown>,
+    scoped: boolean,
+    vary: readonly string[],
+  ): unknown {
+    if (result.path === 'fresh') ResponseHead.guard(exchange.response.node);
+    else ResponseHead.watch(exchange.response.node);
+    const body = exchange.replay(result.value, this.#replayPlans);
+    this.setCacheHeaders(context, result, scoped, vary);
+    return body;
+  }
+
+  /** The options of a route's reads: made per request only when its tags are a function. */
+  #readOptionsOf(context: ExecutionContext, route: RouteConfig): ReadOptions {
+    if (typeof route.tags === 'function')
+      return { policy: route.policy, tags: route.tags(context) };
+    let options = this.#readOptions.get(route);
+    if (options === undefined) {
+      options = { policy: route.policy, tags: route.tags };
+      this.#readOptions.set(route, options);
+    }
+    return options;
   }
 
   /**
@@ -444,11 +485,12 @@ export class HerdGuardInterceptor implements NestInterceptor {
     if (this.httpAdapterHost?.httpAdapter === undefined) return;
     const response = this.#response(context);
     const written = response.header('cache-control') !== undefined;
-    for (const [name, value] of Object.entries(cacheHeaders(result, Date.now(), scoped))) {
-      if (name !== 'Cache-Control' || !written) response.setHeader(name, value);
+    for (const [name, value] of this.#cacheHeaders.of(result, Date.now(), scoped)) {
+      if (name !== 'Cache-Control' || !written) response.setHeaderAsIs(name, value);
     }
-    const merged = mergeVary(response.header('vary'), vary);
-    if (merged !== undefined) response.setHeader('Vary', merged);
+    const header = response.header('vary');
+    const merged = mergeVary(header, vary);
+    if (merged !== header && merged !== undefined) response.setHeaderAsIs('Vary', merged);
   }
 
   /** The cache of a route: the default one, or the one its `cache` option names. */
@@ -514,6 +556,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
         ...described,
         cacheable: skip !== true && described.unreplayable === undefined,
         varies: new Set(),
+        varyList: undefined,
       };
       this.#handlers.set(handler, state);
     }
@@ -525,25 +568,37 @@ export class HerdGuardInterceptor implements NestInterceptor {
    * set before the handler ran (`@Header`, CORS or another middleware) and those the handler's
    * responses named before ({@link HandlerState.varies}). `*` among them: nothing may be stored.
    */
-  #varyOf(context: ExecutionContext, response: HttpResponse): string[] {
-    const names = new Set(this.routeConfigOf(context).vary);
-    for (const name of varyNames(response.header('vary'))) names.add(name);
-    for (const name of this.#handlerOf(context).varies) names.add(name);
-    return [...names];
+  #varyOf(context: ExecutionContext, response: HttpResponse): readonly string[] {
+    const route = this.routeConfigOf(context).vary;
+    const header = response.header('vary');
+    const handler = this.#handlerOf(context);
+    // The same for every request of the handler, unless a middleware sets a Vary of its own.
+    const last = handler.varyList;
+    if (
+      last !== undefined &&
+      last.route === route &&
+      last.header === header &&
+      last.varies === handler.varies.size
+    ) {
+      return last.names;
+    }
+    const names = new Set(route);
+    for (const name of varyNames(header)) names.add(name);
+    for (const name of handler.varies) names.add(name);
+    handler.varyList = { route, header, varies: handler.varies.size, names: [...names] };
+    return handler.varyList.names;
   }
 
+  /** One per request (`switchToHttp()` would make three closures per call). */
   #response(context: ExecutionContext): HttpResponse {
-    return new HttpResponse(
-      context.switchToHttp().getResponse<unknown>(),
+    return this.#request(context).response(
+      context.getArgByIndex<unknown>(1),
       this.httpAdapterHost?.httpAdapter,
     );
   }
 
   #request(context: ExecutionContext): HttpRequest {
-    return HttpRequest.of(
-      context.switchToHttp().getRequest<unknown>(),
-      this.httpAdapterHost?.httpAdapter,
-    );
+    return HttpRequest.of(context.getArgByIndex<unknown>(0), this.httpAdapterHost?.httpAdapter);
   }
 }
 

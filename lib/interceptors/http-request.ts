@@ -1,15 +1,12 @@
 import type { AbstractHttpAdapter } from '@nestjs/core';
 import { hostName } from '../keys/host-name.js';
-
-/** One reading per request, however many hooks and interceptors look at it. */
-const READ = Symbol('herd-guard.request');
+import { HttpResponse } from './http-response.js';
 
 /** The platform request (Express `Request`, Fastify `FastifyRequest`), as herd-guard reads it. */
 type PlatformRequest = {
   method?: string;
   url?: string;
   headers?: Record<string, string | string[] | undefined>;
-  [READ]?: HttpRequest;
 };
 
 /** A Host header value: a host (RFC 3986 reg-name or IP literal) and an optional port. */
@@ -20,10 +17,18 @@ const HOST = /^[A-Za-z0-9\-._~%!$&'()*+,;=:[\]]+$/;
  * (Express and Fastify alike), else through the fields both platforms share.
  */
 export class HttpRequest {
+  /**
+   * One reading per request, however many hooks and interceptors look at it. Kept beside the
+   * request, not on it: a property added to Express's request (whose shape differs per request)
+   * copies its shape on every request.
+   */
+  static readonly #reads = new WeakMap<object, HttpRequest>();
   /** Read on first use: the method is asked for before anything else, and again for the key. */
   #method: string | undefined;
   /** Set by {@link markHandled}, never unset. */
   #handled = false;
+  /** Made on first use by {@link response}. */
+  #response: HttpResponse | undefined;
 
   private constructor(
     private readonly raw: PlatformRequest,
@@ -33,7 +38,12 @@ export class HttpRequest {
   /** The reading of the platform request `raw`, made on first use and kept on the request. */
   static of(raw: unknown, adapter: AbstractHttpAdapter | undefined): HttpRequest {
     const request = raw as PlatformRequest;
-    return (request[READ] ??= new HttpRequest(request, adapter));
+    let read = HttpRequest.#reads.get(request);
+    if (read === undefined) {
+      read = new HttpRequest(request, adapter);
+      HttpRequest.#reads.set(request, read);
+    }
+    return read;
   }
 
   /** Upper case (`GET`). */
@@ -91,6 +101,15 @@ export class HttpRequest {
    */
   get handled(): boolean {
     return this.#handled;
+  }
+
+  /**
+   * The response to this request (`raw`, the platform response), as herd-guard reads and writes
+   * it: one reading per request, however many hooks look at it.
+   */
+  response(raw: unknown, adapter: AbstractHttpAdapter | undefined): HttpResponse {
+    this.#response ??= new HttpResponse(raw, adapter);
+    return this.#response;
   }
 
   markHandled(): void {

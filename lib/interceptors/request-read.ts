@@ -2,13 +2,12 @@ import { UncacheableResponse } from './uncacheable-response.js';
 
 /**
  * One cached request's part in the read of its key, written by the interceptor while that read
- * runs: whether the engine ran this request's own handler as the key's loader, what that run sent
- * when it was not for sharing, and whether the request is left to run its own handler.
+ * runs: whether the engine ran this request's own handler as the key's loader, and what that run
+ * sent when it was not for sharing.
  */
 export class RequestRead {
   #ranHere = false;
   #own: UncacheableResponse | undefined;
-  #runsOwnHandler = false;
 
   /** The engine runs this request's handler as the key's loader (not another request's). */
   handlerStarted(): void {
@@ -28,18 +27,5 @@ export class RequestRead {
   /** This request's own response, when its handler produced one that is not for sharing. */
   get own(): UncacheableResponse | undefined {
     return this.#own;
-  }
-
-  /**
-   * The read has no answer for this request (it joined a run whose response was not for sharing):
-   * it runs its own handler. Returns no body.
-   */
-  runOwnHandler(): undefined {
-    this.#runsOwnHandler = true;
-    return undefined;
-  }
-
-  get runsOwnHandler(): boolean {
-    return this.#runsOwnHandler;
   }
 }

@@ -1,3 +1,5 @@
+import { ServerResponse } from 'node:http';
+
 /**
  * The Node.js response methods the watch wraps (`ServerResponse`, or HTTP/2's compatibility
  * response).
@@ -15,10 +17,7 @@ type NodeResponse = {
   once?(event: string, listener: () => void): unknown;
 };
 
-/** One watch per response, however many interceptors look at it. */
-const WATCH = Symbol('herd-guard.response-head');
-
-type WatchedResponse = NodeResponse & { [WATCH]?: ResponseHead };
+type WatchedResponse = NodeResponse;
 
 /**
  * The head of one response as it goes out. A `Set-Cookie` may be added at the very last moment,
@@ -31,10 +30,15 @@ type WatchedResponse = NodeResponse & { [WATCH]?: ResponseHead };
  * - reports, once the head is written, that it carried a cookie.
  *
  * It is on every cached request's path, so it allocates little: the wrappers are shared by all
- * responses (they find their watch on the response), and the {@link written} promise and its
+ * responses (they find their watch in a `WeakMap`: a property added to Express's response, whose
+ * shape differs per request, copies that shape), and the {@link written} promise and its
  * `finish`/`close` listeners exist only once something asks for it (a run fenced on its head).
+ * A fresh hit is only {@link guard}ed: one wrapper instead of three.
  */
 export class ResponseHead {
+  /** One watch per response, however many interceptors look at it. */
+  static readonly #watches = new WeakMap<object, ResponseHead>();
+
   /** Written by the wrappers when a `Set-Cookie` is set or passed to `writeHead`; never unset. */
   #setCookie = false;
   /**
@@ -49,37 +53,64 @@ export class ResponseHead {
    * watch.
    */
   readonly #writeHead: NodeResponse['writeHead'];
-  readonly #setHeader: NodeResponse['setHeader'];
-  readonly #appendHeader: NodeResponse['appendHeader'];
+  /** Read when the fields are watched (`undefined` until then: the response's own is called). */
+  #setHeader: NodeResponse['setHeader'] | undefined;
+  #appendHeader: NodeResponse['appendHeader'];
+  /** Whether `setHeader` and `appendHeader` are wrapped (from the start, or once needed). */
+  #fieldsWatched = false;
+  /**
+   * The response's `writeHead` was wrapped before the watch (on-headers): that hook may set a
+   * cookie as the head is written, inside this watch's `writeHead`.
+   */
+  readonly #hooked: boolean;
 
   private constructor(private readonly node: WatchedResponse) {
     this.#writeHead = node.writeHead;
-    this.#setHeader = node.setHeader;
-    this.#appendHeader = node.appendHeader;
+    this.#hooked = Object.hasOwn(node, 'writeHead');
     if (node.headersSent === true) {
       this.#setCookie = node.getHeader('set-cookie') !== undefined;
       this.#written = true;
       return;
     }
     node.writeHead = ResponseHead.#wrappedWriteHead;
-    node.setHeader = ResponseHead.#wrappedSetHeader;
-    if (this.#appendHeader !== undefined) node.appendHeader = ResponseHead.#wrappedAppendHeader;
   }
 
   /**
-   * Watches the Node.js response `raw` (Express's response, Fastify's `reply.raw`); `undefined` for
-   * anything else.
+   * Watches the Node.js response `raw` (Express's response, Fastify's `reply.raw`) from now until
+   * its head is written: every `Set-Cookie`, as it is set; `undefined` for anything else. For a
+   * response whose handler runs: {@link setCookie} tells at once whether it carries one.
    */
   static watch(raw: unknown): ResponseHead | undefined {
+    const head = ResponseHead.guard(raw);
+    if (head !== undefined && !head.#written) head.#watchFields();
+    return head;
+  }
+
+  /**
+   * Guards the head of a response answered from the cache, where nothing reads the watch before
+   * the head is written: wraps `writeHead` only, which sees a cookie set before it or passed to it,
+   * and wraps `setHeader` and `appendHeader` as the head is written only when a hook wrapped
+   * `writeHead` before (it may set a cookie then). Its Cache-Control becomes private alike.
+   */
+  static guard(raw: unknown): ResponseHead | undefined {
     if (!isNodeResponse(raw)) return undefined;
-    const response = raw as WatchedResponse;
-    let head = response[WATCH];
+    let head = ResponseHead.#watches.get(raw);
     if (head === undefined) {
-      // Set before the wrappers are installed: they find the watch here.
-      head = new ResponseHead(response);
-      response[WATCH] = head;
+      // Kept before the wrappers are installed: they find the watch there.
+      head = new ResponseHead(raw);
+      ResponseHead.#watches.set(raw, head);
     }
     return head;
+  }
+
+  #watchFields(): void {
+    if (this.#fieldsWatched) return;
+    this.#fieldsWatched = true;
+    const node = this.node;
+    this.#setHeader = node.setHeader;
+    this.#appendHeader = node.appendHeader;
+    node.setHeader = ResponseHead.#wrappedSetHeader;
+    if (this.#appendHeader !== undefined) node.appendHeader = ResponseHead.#wrappedAppendHeader;
   }
 
   /** Whether the head carried (or, before it is written, carries so far) a `Set-Cookie`. */
@@ -117,7 +148,7 @@ export class ResponseHead {
 
   static #wrappedSetHeader(this: WatchedResponse, name: string, value: unknown): unknown {
     const head = ResponseHead.#of(this);
-    const result = head.#setHeader.call(
+    const result = (head.#setHeader ?? ServerResponse.prototype.setHeader).call(
       this,
       name,
       head.#setCookie && isCacheControl(name) ? privately(value) : value,
@@ -140,6 +171,7 @@ export class ResponseHead {
     if (!head.#written && (hasSetCookie(passed) || this.getHeader('set-cookie') !== undefined)) {
       head.#sawCookie(passed);
     }
+    if (head.#hooked && !head.#written) head.#watchFields();
     try {
       // Hooks wrapped before this one (on-headers) run inside: their Set-Cookie comes through
       // setHeader.
@@ -153,7 +185,7 @@ export class ResponseHead {
    * The watch of a response whose wrapped method runs (installed with the watch, so always there).
    */
   static #of(response: WatchedResponse): ResponseHead {
-    const head = response[WATCH];
+    const head = ResponseHead.#watches.get(response);
     if (head === undefined)
       throw new TypeError('herd-guard: a watched response method was called on another object');
     return head;
@@ -163,7 +195,9 @@ export class ResponseHead {
   #sawCookie(passed?: object): void {
     this.#setCookie = true;
     const current = this.node.getHeader('cache-control');
-    if (current !== undefined) this.#setHeader.call(this.node, 'cache-control', privately(current));
+    if (current !== undefined) {
+      (this.#setHeader ?? this.node.setHeader).call(this.node, 'cache-control', privately(current));
+    }
     if (Array.isArray(passed)) {
       // Raw headers: [name, value, name, value, ...].
       for (let i = 0; i + 1 < passed.length; i += 2) {
@@ -218,6 +252,8 @@ function isOver(node: NodeResponse): boolean {
 }
 
 function isNodeResponse(value: unknown): value is NodeResponse {
+  // Express's response and Fastify's `reply.raw` (HTTP/1) are ServerResponses: no field to read.
+  if (value instanceof ServerResponse) return true;
   if (typeof value !== 'object' || value === null) return false;
   const candidate = value as Partial<NodeResponse>;
   return (

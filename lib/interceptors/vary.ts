@@ -16,6 +16,8 @@ export function mergeVary(
   header: string | undefined,
   names: readonly string[],
 ): string | undefined {
+  if (names.length === 0) return header;
+  if (header === undefined) return joined(names);
   const listed = new Set(varyNames(header));
   const missing = names.filter((name) => !listed.has(name.toLowerCase()));
   if (missing.length === 0) return header;
@@ -23,3 +25,18 @@ export function mergeVary(
     ? missing.join(', ')
     : `${header}, ${missing.join(', ')}`;
 }
+
+/**
+ * The `Vary` of a response that had none: `names` joined, once per list (the interceptor keeps one
+ * list per handler).
+ */
+function joined(names: readonly string[]): string {
+  let header = JOINED.get(names);
+  if (header === undefined) {
+    header = names.join(', ');
+    JOINED.set(names, header);
+  }
+  return header;
+}
+
+const JOINED = new WeakMap<readonly string[], string>();

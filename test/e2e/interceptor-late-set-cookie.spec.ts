@@ -223,5 +223,19 @@ describe.each(ADAPTERS)(
       const carol = await http().get('/account-form');
       expect(carol.body.csrfToken).not.toBe('csrf-bob');
     });
+
+    it('never marks a fresh hit that went out with a session cookie as storable by shared caches downstream', async () => {
+      expect((await http().get('/account-form')).headers['x-cache']).toBe('MISS');
+      // Bob's request is answered from the entry; his new session's cookie is added as it goes out.
+      const bob = await http().get('/account-form').set('X-Visitor', 'bob');
+      expect(bob.headers['x-cache']).toBe('HIT');
+      expect(bob.headers['set-cookie']).toHaveLength(1);
+      expect(bob.headers['cache-control']).toMatch(/private|no-store/);
+      // The next anonymous visitor still gets the shared entry, with its shareable Cache-Control.
+      const carol = await http().get('/account-form');
+      expect(carol.headers['x-cache']).toBe('HIT');
+      expect(carol.headers['set-cookie']).toBeUndefined();
+      expect(carol.headers['cache-control']).toMatch(/^max-age=/);
+    });
   },
 );

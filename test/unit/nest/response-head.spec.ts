@@ -37,11 +37,13 @@ function setsCookieOnWriteHead(response: ServerResponse, cacheControl?: string):
 async function exchange(
   respond: (response: ServerResponse) => void,
   before: (response: ServerResponse) => void = () => undefined,
+  watch: (response: ServerResponse) => ResponseHead | undefined = (response) =>
+    ResponseHead.watch(response),
 ): Promise<{ headers: IncomingHttpHeaders; head: ResponseHead }> {
   let head: ResponseHead | undefined;
   const server = createServer((_request, response) => {
     before(response);
-    head = ResponseHead.watch(response);
+    head = watch(response);
     respond(response);
   });
   servers.push(server);
@@ -148,5 +150,63 @@ describe('ResponseHead', () => {
     expect(privateCacheControl('no-store')).toBe('no-store');
     expect(privateCacheControl('public, max-age=30')).toBe('private, no-store');
     expect(privateCacheControl('max-age=30, s-maxage=60')).toBe('private, no-store');
+  });
+});
+
+describe('ResponseHead.guard (the head of a fresh hit)', () => {
+  const guard = (response: ServerResponse): ResponseHead | undefined =>
+    ResponseHead.guard(response);
+
+  it('makes Cache-Control private when a Set-Cookie is set after the guard or passed to writeHead', async () => {
+    const set = await exchange(
+      (response) => {
+        response.setHeader('Cache-Control', 'public, max-age=60');
+        // An interceptor outside the cache's sets a cookie on the way out.
+        response.setHeader('Set-Cookie', 'sid=1');
+        response.end('x');
+      },
+      undefined,
+      guard,
+    );
+    expect(set.headers['cache-control']).toBe('private, no-store');
+    const passed = await exchange(
+      (response) => {
+        response.setHeader('Cache-Control', 'public, max-age=60');
+        response.writeHead(200, { 'Set-Cookie': 'sid=1' }).end('x');
+      },
+      undefined,
+      guard,
+    );
+    expect(passed.headers['cache-control']).toBe('private, no-store');
+    expect(passed.head.setCookie).toBe(true);
+  });
+
+  it('sees a Set-Cookie set by a writeHead hook installed before the guard, with the Cache-Control it writes after', async () => {
+    const { headers, head } = await exchange(
+      (response) => response.end('x'),
+      (response) => setsCookieOnWriteHead(response, 'max-age=30'),
+      guard,
+    );
+    expect(headers['set-cookie']).toEqual(['sid=2']);
+    expect(headers['cache-control']).toBe('private, no-store');
+    expect(head.setCookie).toBe(true);
+  });
+
+  it('wraps only writeHead of a response no hook wrapped, and leaves it as it was written', async () => {
+    let wrapped: string[] = [];
+    const { headers, head } = await exchange(
+      (response) => {
+        wrapped = ['writeHead', 'setHeader', 'appendHeader'].filter((name) =>
+          Object.hasOwn(response, name),
+        );
+        response.setHeader('Cache-Control', 'max-age=30');
+        response.end('x');
+      },
+      undefined,
+      guard,
+    );
+    expect(wrapped).toEqual(['writeHead']);
+    expect(headers['cache-control']).toBe('max-age=30');
+    expect(head.setCookie).toBe(false);
   });
 });
