@@ -1,9 +1,16 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { Redis } from 'ioredis';
 import { CLUSTER_SLOTS, slotOfTag, tagOfSlot } from '../../lib/stores/redis/cluster-slots.js';
-import { isClearMessage } from '../../lib/stores/redis/fill-message.js';
+import {
+  encodeClearMessage,
+  encodeFillMessage,
+  isClearMessage,
+} from '../../lib/stores/redis/fill-message.js';
 import { RedisKeys } from '../../lib/stores/redis/redis-keys.js';
-import { previousDecodeFillMessage } from '../fixtures/format-v2/previous-decoders.js';
+import {
+  previousDecodeFillMessage,
+  previousEnvelope,
+} from '../fixtures/format-v2/previous-decoders.js';
 import { deferred, until } from '../helpers/deferred.js';
 import { told } from '../helpers/notifications.js';
 import { type Pod, startPods, stopPods } from '../helpers/pods.js';
@@ -142,6 +149,36 @@ describe('clear() on Redis with near caches', () => {
       raw.disconnect();
     }
   });
+
+  it.each([
+    ['keeps', false],
+    ['does not keep', true],
+  ])(
+    '%s the envelope of a fill notification heard just after a clear (clear heard: %s)',
+    async (_label, clearFirst) => {
+      // On a Cluster a fill published on another node before the clear may arrive after it.
+      const [pod] = await pods(1);
+      const raw = server.client();
+      const watch = pod!.store.watchFill('k');
+      try {
+        if (clearFirst) await raw.publish(pod!.store.keys.channel, encodeClearMessage(1));
+        const now = Date.now();
+        const envelope = previousEnvelope({
+          version: 5,
+          value: 'before the clear',
+          createdAt: now,
+          softExpireAt: now + 3_600_000,
+          hardExpireAt: now + 7_200_000,
+        });
+        await raw.publish(pod!.store.keys.channel, encodeFillMessage('fill', 5, 'k', envelope));
+        await told(server, pod!.store);
+        expect(pod!.store.nearCache.entries).toBe(clearFirst ? 0 : 1);
+      } finally {
+        watch.close();
+        raw.disconnect();
+      }
+    },
+  );
 
   it('publishes one message, which the previous release ignores', async () => {
     const [pod] = await pods(1);

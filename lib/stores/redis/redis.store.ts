@@ -112,6 +112,8 @@ export class RedisStore implements HerdStore {
    * Per key, the MGET out and the one the readers that came since wait for (see {@link #readOf}).
    */
   readonly #reads = new Map<string, KeyReads>();
+  /** When a clear was last made or heard here (`performance.now()`), see {@link #onMessage}. */
+  #clearHeardAt = Number.NEGATIVE_INFINITY;
   #closed = false;
 
   constructor(options: RedisStoreOptions = {}) {
@@ -625,7 +627,11 @@ export class RedisStore implements HerdStore {
     if (kind === 'stale' || kind === 'delete') this.#near.invalidated(key, kind, version);
     else if (kind === 'fill' || kind === 'write') {
       const wanted = this.#near.has(key) || this.#signals.has(key);
-      if (envelope === undefined || !wanted) this.#near.replaced(key, version);
+      // Soon after a clear, an envelope may be from before it: on a Cluster the notifications of
+      // other slots travel through other nodes and may arrive after the clear's. Not kept then:
+      // followers read Redis, which applies the clear.
+      const nearClear = performance.now() - this.#clearHeardAt <= this.#heartbeat.boundMs;
+      if (envelope === undefined || !wanted || nearClear) this.#near.replaced(key, version);
       else {
         this.#near.announce(key, version);
         const entry = this.#near.decode(key, envelope, undefined, version);
@@ -641,6 +647,7 @@ export class RedisStore implements HerdStore {
    * (a read sent before is not kept), and every follower re-checks.
    */
   #onCleared(): void {
+    this.#clearHeardAt = performance.now();
     this.#reads.clear();
     this.#near.clear();
     this.#signals.notifyAll();
