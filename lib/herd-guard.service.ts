@@ -1,6 +1,7 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { Observable, isObservable } from 'rxjs';
 import {
+  type ClearMode,
   HerdEngine,
   type LoadContext,
   type Loader,
@@ -162,6 +163,21 @@ export class HerdGuardService {
    */
   delete(key: string): Promise<void> {
     return this.engine.delete(key);
+  }
+
+  /**
+   * Invalidates every key of this cache (its namespace) in one step, without listing them:
+   * `'expire'` (default) marks them stale (each is served stale once while one refresh runs, and
+   * still as a fail-safe), `'delete'` removes them (the next read of each waits for a load). Loads
+   * running on any pod are fenced; nothing loaded before the call is served as fresh after it.
+   *
+   * @throws {ConfigurationError} `mode` is neither `'expire'` nor `'delete'`, or the store cannot
+   * clear.
+   * @throws {ClosedError} The module has shut down.
+   * @throws {StoreError} The store failed the clear.
+   */
+  clear(mode?: ClearMode): Promise<void> {
+    return this.engine.clear(mode);
   }
 
   /**

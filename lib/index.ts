@@ -1,6 +1,7 @@
 // Core engine
 export { HerdEngine } from './core/herd-engine.js';
 export type {
+  ClearMode,
   EngineActivity,
   HerdEngineOptions,
   LoadContext,

@@ -1,3 +1,4 @@
+import { ClosedError } from '../errors/closed.error.js';
 import { ConfigurationError } from '../errors/configuration.error.js';
 import { LoadFencedError } from '../errors/load-fenced.error.js';
 import { LoaderFailedError } from '../errors/loader-failed.error.js';
@@ -14,7 +15,7 @@ import { type Entry, isBornStale, isFresh, isNegative, isServable, newEntry } fr
 import type { HerdEventListener, ReadCounter, ReadPath } from './events.js';
 import { FillProtocol } from './fill-protocol.js';
 import type { HerdStore, StoreSnapshot } from './herd-store.interface.js';
-import { Invalidation } from './invalidation.js';
+import { type ClearMode, Invalidation } from './invalidation.js';
 import type { LoadScope } from './load-scope.js';
 import type { LoadTracer } from './load-tracer.js';
 import { type LoadContext, type Loader, assertLoader } from './loader.js';
@@ -31,6 +32,7 @@ import type { StatsSnapshot } from './stats.js';
 
 export type { LoadContext, LoadPolicy, Loader } from './loader.js';
 export type { ReadOptions, ReadResult } from './read-result.js';
+export type { ClearMode } from './invalidation.js';
 
 export interface HerdEngineOptions {
   /** Where entries and leases live (the module opens a MemoryStore or a RedisStore). */
@@ -244,6 +246,16 @@ export class HerdEngine {
   async delete(key: string): Promise<void> {
     this.#runtime.assertOpen(key);
     await this.#invalidation.delete(key);
+  }
+
+  /**
+   * Invalidates every key of the cache in one step, without listing them: `expire` (default) marks
+   * them stale (each is served stale once while one refresh runs), `delete` removes them. Loads
+   * running on any pod are fenced, as by {@link expire} and {@link delete}.
+   */
+  async clear(mode: ClearMode = 'expire'): Promise<void> {
+    if (this.closed) throw new ClosedError();
+    await this.#invalidation.clear(mode);
   }
 
   /**

@@ -149,6 +149,14 @@ export interface HerdStore {
   /** Advances the version, revokes any lease, marks the value stale or removes it, and notifies. */
   invalidate(key: string, mode: InvalidationMode): Promise<InvalidationResult>;
   /**
+   * Invalidates every key of the store's namespace at once, as {@link invalidate} would each
+   * (`stale` or `delete`), without listing them: the store records the clear in one step and
+   * applies it to each key at that key's next touch (read, lease, fill, write), atomically with it.
+   * Loads running when it lands are fenced, copies kept by other processes follow its
+   * notification. A store that cannot do this leaves it out (`clear()` then rejects).
+   */
+  clear?(mode: InvalidationMode): Promise<void>;
+  /**
    * Records `key` in `index` for `ttlMs` (counted on the store's clock), or longer if already
    * there.
    */

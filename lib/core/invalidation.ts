@@ -1,7 +1,16 @@
+import { ConfigurationError } from '../errors/configuration.error.js';
 import { assertTags } from '../keys/valid-key.js';
 import type { Entry } from './entry.js';
 import type { HerdStore, InvalidationMode, KeyIndex } from './herd-store.interface.js';
 import { type ResolvedPolicy, maxLifetimeMs } from './policy.js';
+
+/** How `clear()` leaves every key: marked stale (served stale once, refreshed) or removed. */
+export type ClearMode = 'expire' | 'delete';
+
+const CLEAR_MODES: Readonly<Record<ClearMode, InvalidationMode>> = {
+  expire: 'stale',
+  delete: 'delete',
+};
 
 /**
  * Store commands in flight at once while invalidating many keys (a tag, the dependents of a key).
@@ -72,6 +81,27 @@ export class Invalidation {
     const existed = await this.#invalidateAll(keys, mode);
     await this.#cascade(keys, mode);
     return existed;
+  }
+
+  /**
+   * Invalidates every key in one store step (see {@link HerdStore.clear}). Dependents need no
+   * cascade: they are keys of the same store, cleared alike.
+   */
+  async clear(mode: ClearMode): Promise<void> {
+    const storeMode = Object.hasOwn(CLEAR_MODES, mode) ? CLEAR_MODES[mode] : undefined;
+    if (storeMode === undefined) {
+      throw new ConfigurationError(
+        'clear.mode',
+        `expected 'expire' or 'delete', received ${typeof mode === 'string' ? `'${mode}'` : typeof mode}`,
+      );
+    }
+    if (this.#store.clear === undefined) {
+      throw new ConfigurationError(
+        'store',
+        `the ${this.#store.name} store cannot clear(): use a store that implements HerdStore.clear`,
+      );
+    }
+    await this.#store.clear(storeMode);
   }
 
   /** Invalidates, breadth first, every key derived from `roots` (each once, cycles included). */

@@ -253,6 +253,149 @@ export function describeInvalidation(
         },
       );
 
+      describe('clear()', () => {
+        /** `loading` has loaded keys a and b from rows that now say 'new'. */
+        const loadedThenUpdated = async () => {
+          const { loading, writer } = pick(await launch({ count: pods, policy: { soft: '1h' } }));
+          const rows = { a: row('old'), b: row('old') };
+          for (const [key, { loader }] of Object.entries(rows))
+            await expect(loading.getOrLoad(key, loader())).resolves.toBe('old');
+          for (const { state } of Object.values(rows)) state.value = 'new';
+          return { loading, writer, rows };
+        };
+
+        it("serves every key stale once after clear('expire'), then reloads each once", async () => {
+          const { loading, writer, rows } = await loadedThenUpdated();
+          await writer.clear('expire');
+          for (const [key, { loader }] of Object.entries(rows)) {
+            await expect(loading.read(key, loader())).resolves.toMatchObject({
+              value: 'old',
+              path: 'stale',
+            });
+          }
+          await settled(cluster!.engines);
+          for (const engine of cluster!.engines) {
+            for (const [key, { loader }] of Object.entries(rows)) {
+              await expect(engine.read(key, loader())).resolves.toMatchObject({
+                value: 'new',
+                path: 'fresh',
+              });
+            }
+          }
+          for (const { state } of Object.values(rows)) expect(state.loads).toBe(2);
+        });
+
+        it('expires by default', async () => {
+          const { loading, writer, rows } = await loadedThenUpdated();
+          await writer.clear();
+          await expect(loading.read('a', rows.a.loader())).resolves.toMatchObject({
+            value: 'old',
+            path: 'stale',
+          });
+        });
+
+        it("makes every key a miss after clear('delete')", async () => {
+          const { loading, writer, rows } = await loadedThenUpdated();
+          await writer.clear('delete');
+          for (const engine of [loading, writer])
+            for (const key of Object.keys(rows))
+              await expect(engine.peek(key)).resolves.toBeUndefined();
+          for (const [key, { loader }] of Object.entries(rows)) {
+            await expect(writer.read(key, loader())).resolves.toMatchObject({
+              value: 'new',
+              path: 'miss',
+            });
+          }
+          await expect(loading.read('a', rows.a.loader())).resolves.toMatchObject({
+            value: 'new',
+            path: 'fresh',
+          });
+          expect(rows.a.state.loads).toBe(2);
+        });
+
+        it.each(['expire', 'delete'] as const)(
+          "fences a load running across clear('%s'): its value is never stored as fresh",
+          async (mode) => {
+            const { loading, writer, loader, gate, before } = await loadHeldAcrossUpdate();
+            await writer.clear(mode);
+            const after = loading.getOrLoad('k', loader());
+            gate.resolve();
+            await expect(before).resolves.toBe('old');
+            await expect(after).resolves.toBe('new');
+            await settled(cluster!.engines);
+            for (const engine of cluster!.engines) {
+              await expect(engine.read('k', loader())).resolves.toMatchObject({
+                value: 'new',
+                path: 'fresh',
+              });
+            }
+          },
+        );
+
+        it('leaves what is written after clear() resolved as it is', async () => {
+          const { loading, writer, rows } = await loadedThenUpdated();
+          await writer.clear('delete');
+          await writer.set('a', 'written');
+          await loading.set('b', 'written too');
+          for (const engine of cluster!.engines) {
+            await expect(engine.read('a', rows.a.loader())).resolves.toMatchObject({
+              value: 'written',
+              path: 'fresh',
+            });
+            await expect(engine.read('b', rows.b.loader())).resolves.toMatchObject({
+              value: 'written too',
+              path: 'fresh',
+            });
+          }
+          expect(rows.a.state.loads).toBe(1);
+        });
+
+        it('applies the later of two clears: delete after expire, expire after delete', async () => {
+          const { loading, writer, rows } = await loadedThenUpdated();
+          await writer.clear('expire');
+          await writer.clear('delete');
+          await expect(loading.peek('a')).resolves.toBeUndefined();
+          await expect(loading.read('a', rows.a.loader())).resolves.toMatchObject({
+            value: 'new',
+            path: 'miss',
+          });
+          await writer.clear('delete');
+          await loading.set('a', 'between');
+          await writer.clear('expire');
+          await expect(loading.read('a', rows.a.loader())).resolves.toMatchObject({
+            value: 'between',
+            path: 'stale',
+          });
+          await expect(loading.read('b', rows.b.loader())).resolves.toMatchObject({
+            value: 'new',
+            path: 'miss',
+          });
+        });
+
+        it('keeps a derived value consistent with its inputs: stale once, then rebuilt', async () => {
+          const { loading, writer } = pick(await launch({ count: pods, policy: { soft: '1h' } }));
+          const { state, loader } = row('alpha');
+          const route = (engine: HerdEngine) =>
+            engine.read('route:/products/9', async () => ({
+              name: await engine.getOrLoad('product:9', loader()),
+            }));
+          await route(loading);
+          state.value = 'beta';
+          await writer.clear('expire');
+          await expect(route(loading)).resolves.toMatchObject({
+            value: { name: 'alpha' },
+            path: 'stale',
+          });
+          await settled(cluster!.engines);
+          for (const engine of cluster!.engines) {
+            await expect(route(engine)).resolves.toMatchObject({
+              value: { name: 'beta' },
+              path: 'fresh',
+            });
+          }
+        });
+      });
+
       it('bounds a derived value by the expiry of what it read', async () => {
         const { loading } = pick(await launch({ count: pods, policy: { soft: '1h' } }));
         const input = await loading.read('input', () => 'x', {

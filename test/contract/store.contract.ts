@@ -49,6 +49,41 @@ export function describeStoreContract(name: string, create: () => Promise<StoreF
       await fixture.close();
     });
 
+    describe('clear()', () => {
+      it('revokes every lease granted before it, fencing its fill, in one step', async () => {
+        const { lease } = await store.acquireLease('held', 30_000);
+        await store.set('kept', entry('v'));
+        await store.clear!('stale');
+        await expect(store.extendLease(lease!, 30_000)).resolves.toBe(false);
+        await expect(
+          store.fill('held', entry('late', { version: lease!.fence }), lease),
+        ).resolves.toBe(false);
+        const after = await read('held', other);
+        expect(after.entry).toBeUndefined();
+        expect(after.version).toBeGreaterThan(lease!.fence);
+        const next = await other.acquireLease('held', 30_000);
+        expect(next.lease).toBeDefined();
+        await expect(
+          other.fill('held', entry('after', { version: next.lease!.fence }), next.lease),
+        ).resolves.toBe(true);
+        await expect(read('held')).resolves.toMatchObject({ entry: { value: 'after' } });
+      });
+
+      it("marks every value stale ('stale') or removes it ('delete'), at a newer version", async () => {
+        const before = await store.set('a', entry('a'));
+        await store.clear!('stale');
+        const stale = await read('a', other);
+        expect(stale.entry).toMatchObject({ value: 'a', invalidated: true });
+        expect(stale.version).toBeGreaterThan(before);
+        await store.clear!('delete');
+        await expect(read('a', other)).resolves.toMatchObject({ entry: undefined });
+        const written = await other.set('a', entry('b'));
+        await expect(read('a')).resolves.toMatchObject({
+          entry: { value: 'b', version: written },
+        });
+      });
+    });
+
     it('reads nothing for an absent key', async () => {
       await expect(read('absent')).resolves.toMatchObject({ entry: undefined });
     });

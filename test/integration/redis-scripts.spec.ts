@@ -35,7 +35,15 @@ let server: RedisServer;
 let client: Redis;
 let subscriber: Redis;
 let run = 0;
-let keys: { value: string; lease: string; version: string; index: string; channel: string };
+let keys: {
+  value: string;
+  lease: string;
+  version: string;
+  cleared: string;
+  marker: string;
+  index: string;
+  channel: string;
+};
 let messages: string[] = [];
 
 beforeAll(async () => {
@@ -52,6 +60,8 @@ beforeEach(async () => {
     value: `${base}:v`,
     lease: `${base}:l`,
     version: `${base}:n`,
+    cleared: `${base}:c`,
+    marker: `scripts${run}:c`,
     index: `${base}:i`,
     channel: `scripts${run}:fill`,
   };
@@ -81,7 +91,8 @@ function evalScript<Call>(
 }
 
 function layout() {
-  return { value: keys.value, lease: keys.lease, version: keys.version };
+  const { value, lease, version, cleared, marker } = keys;
+  return { value, lease, version, cleared, marker };
 }
 
 function target(): ScriptTarget {
@@ -106,7 +117,7 @@ describe('ACQUIRE_LEASE (KEYS lease, version, value; ARGV token, ttl ms, takeove
       ACQUIRE_LEASE,
       { layout: layout(), token, ttlMs: 5_000, takeoverFrom, takeover },
       {
-        keys: [keys.lease, keys.version, keys.value],
+        keys: [keys.lease, keys.version, keys.value, keys.cleared, keys.marker],
         argv: [token, 5_000, takeoverFrom === undefined ? '' : String(takeoverFrom), takeover],
       },
     );
@@ -178,7 +189,7 @@ describe('FILL (KEYS value, lease, version; ARGV envelope, px ms, fence, token, 
       FILL,
       { target: target(), envelope: body, ttlMs: 60_000, fence, token },
       {
-        keys: [keys.value, keys.lease, keys.version],
+        keys: [keys.value, keys.lease, keys.version, keys.cleared, keys.marker],
         argv: [body, 60_000, String(fence), token, keys.channel, KEY_PART, 16_384],
       },
     );
@@ -262,7 +273,7 @@ describe('SET_VALUE (KEYS value, lease, version; ARGV envelope, px ms, channel, 
       SET_VALUE,
       { target: target(), envelope: body, ttlMs: 60_000 },
       {
-        keys: [keys.value, keys.lease, keys.version],
+        keys: [keys.value, keys.lease, keys.version, keys.cleared, keys.marker],
         argv: [body, 60_000, keys.channel, KEY_PART, 16_384],
       },
     );
@@ -305,7 +316,10 @@ describe('INVALIDATE (KEYS value, lease, version; ARGV mode, channel, key part)'
     evalScript(
       INVALIDATE,
       { target: target(), mode },
-      { keys: [keys.value, keys.lease, keys.version], argv: [mode, keys.channel, KEY_PART] },
+      {
+        keys: [keys.value, keys.lease, keys.version, keys.cleared, keys.marker],
+        argv: [mode, keys.channel, KEY_PART],
+      },
     );
 
   it('marks stale: rewrites version and flag only, keeps the TTL, revokes the lease, broadcasts s:', async () => {
@@ -390,7 +404,10 @@ describe('EXTEND_LEASE (KEYS lease; ARGV token, ttl ms)', () => {
     evalScript(
       EXTEND_LEASE,
       { layout: layout(), token, ttlMs: 60_000 },
-      { keys: [keys.lease], argv: [token, 60_000] },
+      {
+        keys: [keys.lease, keys.value, keys.version, keys.cleared, keys.marker],
+        argv: [token, 60_000],
+      },
     );
 
   it('extends its own lease only', async () => {

@@ -189,6 +189,38 @@ describe('the previous release and this one on one namespace', () => {
   });
 });
 
+describe('clear() while the previous release runs', () => {
+  it('is not seen by the previous release, but what it stores without knowing is served stale here', async () => {
+    const { pod, previous, raw } = await setup();
+    const lease = await previous.acquire('report');
+    await pod.engine.clear('expire');
+    // Its scripts know no clear marker: a load granted before the clear is stored, a write lands.
+    await expect(previous.fill('report', lease, 'loaded before')).resolves.toBe(1);
+    await previous.set('price', 200);
+    const written = previousDecodeEntry(await raw.get(pod.store.keys.for('price').value));
+    expect(written).toMatchObject({ value: 200 });
+    expect(written?.invalidated).toBeUndefined();
+    // Here, both predate the clear as far as the store can tell: stale once, then reloaded.
+    await expect(pod.engine.read('report', () => 'reloaded')).resolves.toMatchObject({
+      value: 'loaded before',
+      path: 'stale',
+    });
+    await expect(pod.engine.read('price', () => 300)).resolves.toMatchObject({
+      value: 200,
+      path: 'stale',
+    });
+    await until(() => pod.engine.activity().inflight === 0);
+    await expect(pod.engine.read('report', () => 'again')).resolves.toMatchObject({
+      value: 'reloaded',
+      path: 'fresh',
+    });
+    // And the previous release reads what this one reloaded.
+    expect(previousDecodeEntry(await raw.get(pod.store.keys.for('price').value))).toMatchObject({
+      value: 300,
+    });
+  });
+});
+
 describe('a format of a later release', () => {
   it('is a miss, and a load here never overwrites it (nor reports it corrupt)', async () => {
     const { pod, raw } = await setup();

@@ -47,6 +47,7 @@ type Step =
       readonly how: 'set' | 'expire' | 'delete';
     }
   | { readonly op: 'tag'; readonly pod: number; readonly how: 'expire' | 'delete' }
+  | { readonly op: 'clear'; readonly pod: number; readonly how: 'expire' | 'delete' }
   | { readonly op: 'refresh'; readonly pod: number; readonly key: BaseKey }
   | { readonly op: 'stall'; readonly durationMs: number }
   | { readonly op: 'restart' };
@@ -181,6 +182,14 @@ function scenarioArbitrary(options: ModelOptions): fc.Arbitrary<Scenario> {
       weight: 1,
       arbitrary: fc.record({
         op: fc.constant('tag' as const),
+        pod,
+        how: fc.constantFrom('expire' as const, 'delete' as const),
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        op: fc.constant('clear' as const),
         pod,
         how: fc.constantFrom('expire' as const, 'delete' as const),
       }),
@@ -561,6 +570,22 @@ async function runScenario(
           const done = step.how === 'expire' ? engine.expireTag(TAG) : engine.deleteTag(TAG);
           pending.push(
             done
+              .then(() => written.forEach((end) => end()), expectTyped)
+              .finally(() => revoked.forEach((end) => end())),
+          );
+          break;
+        }
+        case 'clear': {
+          // Every key at once (derived ones too): to the model, an invalidation of both base keys.
+          const versions = { a: (model.db.a += 1), b: (model.db.b += 1) };
+          const revoked = [model.revoke('a'), model.revoke('b')];
+          const written = [
+            model.write('a', versions.a, 'invalidation', pod),
+            model.write('b', versions.b, 'invalidation', pod),
+          ];
+          pending.push(
+            engine
+              .clear(step.how)
               .then(() => written.forEach((end) => end()), expectTyped)
               .finally(() => revoked.forEach((end) => end())),
           );

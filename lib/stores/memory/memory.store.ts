@@ -57,6 +57,12 @@ export class MemoryStore implements HerdStore {
   readonly #signals = new FillSignals();
   #counter = 0;
   #floor = 0;
+  /**
+   * The versions of the last `clear()` of each mode: an entry older than `delete` is gone, one older
+   * than `stale` is stale, a lease older than either is revoked. Applied to a key when it is next
+   * touched ({@link #settle}), so a clear costs one step whatever the number of keys.
+   */
+  readonly #cleared = { stale: 0, delete: 0, latest: 0 };
   /** Lease count after the last sweep: the next sweep runs when it has doubled. */
   #sweptAt = 64;
   readonly #now: () => number;
@@ -98,6 +104,7 @@ export class MemoryStore implements HerdStore {
   }
 
   get(key: string): StoreSnapshot {
+    this.#settle(key);
     const entry = this.#entries.get(key);
     const lease = this.#leases.get(key);
     if (lease === undefined && entry !== undefined) return { entry, version: entry.version };
@@ -107,6 +114,7 @@ export class MemoryStore implements HerdStore {
   async fill(key: string, entry: Entry, lease: Lease | undefined): Promise<boolean> {
     this.#indexes.maybeSweep();
     if (lease === undefined) return false;
+    this.#settle(key);
     const held = this.#leases.get(key);
     const version = this.#versionOf(this.#entries.get(key), held);
     const rescued = held?.rescuedFrom === lease.fence && held.expiresAt > this.#now();
@@ -126,6 +134,7 @@ export class MemoryStore implements HerdStore {
   }
 
   async invalidate(key: string, mode: InvalidationMode): Promise<InvalidationResult> {
+    this.#settle(key);
     const version = this.#advance(key);
     const entry = this.#entries.get(key);
     if (entry !== undefined && mode === 'stale') this.#rewrite(key, markedStale(entry, version));
@@ -135,6 +144,14 @@ export class MemoryStore implements HerdStore {
     }
     this.#signals.notify(key);
     return { existed: entry !== undefined, version };
+  }
+
+  async clear(mode: InvalidationMode): Promise<void> {
+    const version = ++this.#counter;
+    this.#cleared[mode] = version;
+    this.#cleared.latest = version;
+    this.#floor = version;
+    this.#signals.notifyAll();
   }
 
   async addToIndex(index: KeyIndex, key: string, ttlMs: number): Promise<void> {
@@ -150,6 +167,7 @@ export class MemoryStore implements HerdStore {
     ttlMs: number,
     options: AcquireOptions = {},
   ): Promise<LeaseAttempt> {
+    this.#settle(key);
     const now = this.#now();
     const entry = this.#entries.get(key);
     const held = this.#leases.get(key);
@@ -171,6 +189,7 @@ export class MemoryStore implements HerdStore {
   }
 
   async extendLease(lease: Lease, ttlMs: number): Promise<boolean> {
+    this.#settle(lease.key);
     const held = this.#leases.get(lease.key);
     const now = this.#now();
     if (held === undefined || held.token !== lease.token || held.expiresAt <= now) return false;
@@ -198,6 +217,26 @@ export class MemoryStore implements HerdStore {
     this.#entries.clear();
     this.#leases.clear();
     this.#indexes.clear();
+  }
+
+  /**
+   * Applies the clears `key` has not been through yet: its lease (if granted before) is revoked,
+   * its entry (if written before) removed or marked stale at the clear's version. One comparison
+   * when there is nothing to apply.
+   */
+  #settle(key: string): void {
+    const { latest } = this.#cleared;
+    if (latest === 0) return;
+    const held = this.#leases.get(key);
+    if (held !== undefined && held.fence < latest) {
+      this.#leases.delete(key);
+      this.#floor = Math.max(this.#floor, latest);
+    }
+    const entry = this.#entries.peek(key);
+    if (entry === undefined || entry.version >= latest) return;
+    // Older than the latest clear: removed if a delete came after it, else the latest was a stale.
+    if (entry.version < this.#cleared.delete) this.#entries.delete(key);
+    else this.#rewrite(key, markedStale(entry, latest));
   }
 
   /**

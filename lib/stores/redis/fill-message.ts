@@ -116,3 +116,16 @@ function decodeChange(
   const end = newline + 1 + length;
   return { key: message.slice(newline + 1, end), version, end };
 }
+
+/**
+ * `clear()`: every key of the namespace was invalidated, at the clear marker's `generation`:
+ * `c:<generation>`. It names no key, so the previous release, which reads only messages that name
+ * one, ignores it.
+ */
+export function encodeClearMessage(generation: number): string {
+  return `c:${generation}`;
+}
+
+export function isClearMessage(message: string): boolean {
+  return /^c:\d{1,20}$/.test(message);
+}

@@ -7,12 +7,14 @@ import { type KeySpace, isValidNamespace } from './redis-keys.js';
 import {
   ACQUIRE_LEASE,
   ADD_TO_INDEX,
+  CLEAR,
   EXTEND_LEASE,
   FILL,
   INDEX_MEMBERS,
   INVALIDATE,
   RELEASE_LEASE,
   type RedisScript,
+  SETTLE_READ,
   SET_VALUE,
   type ScriptArgs,
 } from './redis-scripts.js';
@@ -32,6 +34,10 @@ export interface HerdGuardCommands {
   herdGuardExtend(...args: ScriptArgs<typeof EXTEND_LEASE>): Promise<number>;
   herdGuardIndex(...args: ScriptArgs<typeof ADD_TO_INDEX>): Promise<number>;
   herdGuardIndexMembers(...args: ScriptArgs<typeof INDEX_MEMBERS>): Promise<string[]>;
+  herdGuardSettleRead(
+    ...args: ScriptArgs<typeof SETTLE_READ>
+  ): Promise<[string | null, string | null]>;
+  herdGuardClear(...args: ScriptArgs<typeof CLEAR>): Promise<string>;
 }
 
 export type Client = (Redis | Cluster) & HerdGuardCommands;
@@ -120,13 +126,15 @@ export function defineCommands(client: Redis | Cluster): Client {
   define('herdGuardExtend', EXTEND_LEASE);
   define('herdGuardIndex', ADD_TO_INDEX);
   define('herdGuardIndexMembers', INDEX_MEMBERS);
+  define('herdGuardSettleRead', SETTLE_READ);
+  define('herdGuardClear', CLEAR);
   return client as Client;
 }
 
 /** The database and key prefix a client's commands go to (a Cluster has only database 0). */
 export function keySpaceOf(client: Redis | Cluster): KeySpace {
   const keyPrefix = client.options.keyPrefix ?? '';
-  if (client instanceof Cluster) return { db: 0, keyPrefix };
+  if (client instanceof Cluster) return { db: 0, keyPrefix, cluster: true };
   return { db: client.options.db ?? 0, keyPrefix };
 }
 

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { CLUSTER_SLOTS, slotOfTag, tagOfSlot } from './cluster-slots.js';
 
 /** Keys longer than this, or with braces or characters outside printable ASCII, are hashed. */
 const MAX_PLAIN_KEY_LENGTH = 128;
@@ -14,11 +15,18 @@ export function isValidNamespace(namespace: unknown): namespace is string {
   return typeof namespace === 'string' && NAMESPACE_PATTERN.test(namespace);
 }
 
-/** Where one cache key lives in Redis. Value, lease and version share a hash slot (`{...}` tag). */
+/**
+ * Where one cache key lives in Redis. Value, lease, version and cleared share a hash slot (`{...}`
+ * tag), and so does the clear marker the key follows (its own tag, chosen for that slot).
+ */
 export interface RedisKeyLayout {
   readonly value: string;
   readonly lease: string;
   readonly version: string;
+  /** The generation of the last `clear()` applied to the key (absent until one was). */
+  readonly cleared: string;
+  /** The clear marker of the key's slot: the generation of the last `clear()` (see clear()). */
+  readonly marker: string;
 }
 
 /** Where a store's keys live besides its namespace: its client's database and key prefix. */
@@ -27,12 +35,18 @@ export interface KeySpace {
   readonly db?: number;
   /** ioredis's `keyPrefix`, which ioredis puts before every key but not before channels. */
   readonly keyPrefix?: string;
+  /**
+   * Whether keys are spread over a Cluster's slots: then each slot has its own clear marker, in
+   * that slot (a script reads it with the key). Default false: one marker.
+   */
+  readonly cluster?: boolean;
 }
 
 /**
  * Maps cache keys to Redis keys: `ns:{key}:v` (envelope), `ns:{key}:l` (lease), `ns:{key}:n`
- * (version), `ns:d:{key}` (keys derived from it) and `ns:t:{tag}` (keys stored with a tag). Any
- * string works: odd or long keys are replaced by a SHA-256 digest.
+ * (version), `ns:{key}:c` (the last clear applied to it), `ns:d:{key}` (keys derived from it) and
+ * `ns:t:{tag}` (keys stored with a tag); the clear marker is `ns:c`, on a Cluster one per slot,
+ * `ns:c:{<tag of the slot>}`. Any string works: odd or long keys are replaced by a SHA-256 digest.
  */
 export class RedisKeys {
   /**
@@ -45,10 +59,13 @@ export class RedisKeys {
   /** The key the circuit breaker's probe writes (a write: a replica answers reads too). */
   readonly probe: string;
 
+  readonly #cluster: boolean;
+
   constructor(
     readonly namespace: string,
     space: KeySpace = {},
   ) {
+    this.#cluster = space.cluster ?? false;
     const db = space.db ?? 0;
     this.channel = `${space.keyPrefix ?? ''}${namespace}:fill${db === 0 ? '' : `:db${db}`}`;
     this.probe = `${namespace}:probe`;
@@ -57,7 +74,23 @@ export class RedisKeys {
   for(key: string): RedisKeyLayout {
     const slot = slotTag(key);
     const base = `${this.namespace}:{${slot}}`;
-    return { value: `${base}:v`, lease: `${base}:l`, version: `${base}:n` };
+    return {
+      value: `${base}:v`,
+      lease: `${base}:l`,
+      version: `${base}:n`,
+      cleared: `${base}:c`,
+      marker: this.#cluster ? this.#marker(slotOfTag(slot)) : `${this.namespace}:c`,
+    };
+  }
+
+  /** Every clear marker: one, or on a Cluster one per slot. */
+  markers(): string[] {
+    if (!this.#cluster) return [`${this.namespace}:c`];
+    return Array.from({ length: CLUSTER_SLOTS }, (_, slot) => this.#marker(slot));
+  }
+
+  #marker(slot: number): string {
+    return `${this.namespace}:c:{${tagOfSlot(slot)}}`;
   }
 
   tag(tag: string): string {

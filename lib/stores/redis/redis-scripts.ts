@@ -10,8 +10,8 @@ import type { RedisKeyLayout } from './redis-keys.js';
  *
  * Each script names its KEYS and ARGV in its first lines, and its `args` function, right above,
  * lays a call out in that order: the only place the order is written on this side. Every key goes
- * through KEYS, never ARGV (Redis Cluster routes by KEYS; the three keys of a cache key share a
- * slot).
+ * through KEYS, never ARGV (Redis Cluster routes by KEYS; the keys of a cache key share a slot
+ * with the clear marker it follows).
  */
 
 /** A script, and how a call to it is laid out. */
@@ -126,6 +126,64 @@ local function isLaterFormat(key)
 end
 `;
 
+/**
+ * Clears (see CLEAR). The marker of a slot holds `<generation>:<deleted>`: the generation of the
+ * last clear, and of the last clear that deleted. A key's `cleared` key holds the generation it
+ * was last brought to. `settle(...)` applies to a key the clears it has not been through, as an
+ * invalidation would (the version advances, the lease is revoked, the envelope is removed if a
+ * delete came since, else marked stale) and returns the marker's generation (0: no clear ever).
+ * Every script that reads or changes a key settles it first, so a clear is applied to each key,
+ * atomically with its next touch, without listing the keys. `keepCleared` records the generation
+ * for at least as long as the key's value lives: a key that forgot it would be cleared again.
+ * Needs BUMP, ENVELOPE_HEADER and LATER_FORMAT.
+ */
+const SETTLE = `
+local CLEARED_MIN_TTL_MS = ${VERSION_TTL_MS}
+
+local function clearOf(markerKey)
+  local marker = redis.pcall('GET', markerKey)
+  if type(marker) ~= 'string' then
+    return 0, 0
+  end
+  local generation, deleted = string.match(marker, '^(%d+):(%d+)$')
+  return tonumber(generation) or 0, tonumber(deleted) or 0
+end
+
+local function keepCleared(clearedKey, generation, ttlMs)
+  if generation > 0 then
+    local keepMs = math.max(CLEARED_MIN_TTL_MS, tonumber(ttlMs) or 0)
+    redis.call('SET', clearedKey, string.format('%.0f', generation), 'PX', keepMs)
+  end
+end
+
+local function settle(valueKey, leaseKey, versionKey, clearedKey, markerKey)
+  local generation, deleted = clearOf(markerKey)
+  if generation == 0 then
+    return 0
+  end
+  local applied = tonumber(redis.pcall('GET', clearedKey)) or 0
+  if applied >= generation then
+    return generation
+  end
+  local version = bump(versionKey)
+  redis.call('DEL', leaseKey)
+  if deleted > applied or isLaterFormat(valueKey) then
+    redis.call('DEL', valueKey)
+  else
+    local current = redis.pcall('GET', valueKey)
+    local stale = type(current) == 'string' and withHeader(current, version, 1)
+    if stale then
+      redis.call('SET', valueKey, stale, 'KEEPTTL')
+    end
+  end
+  keepCleared(clearedKey, generation, redis.call('PTTL', valueKey))
+  return generation
+end
+`;
+
+/** The Redis keys of a cache key that settle() reads and changes, in KEYS order after the first. */
+const settleKeys = (layout: RedisKeyLayout) => [layout.cleared, layout.marker] as const;
+
 export interface AcquireCall {
   readonly layout: RedisKeyLayout;
   readonly token: string;
@@ -142,19 +200,20 @@ export interface AcquireCall {
  * is removed first. Returns {granted, version, envelope, repaired}.
  */
 export const ACQUIRE_LEASE = {
-  numberOfKeys: 3,
+  numberOfKeys: 5,
   args: ({ layout, token, ttlMs, takeoverFrom, takeover }: AcquireCall) =>
     [
       layout.lease,
       layout.version,
       layout.value,
+      ...settleKeys(layout),
       token,
       wholeMs(ttlMs),
       takeoverFrom === undefined ? '' : String(takeoverFrom),
       takeover,
     ] as const,
-  lua: `${BUMP}
-local leaseKey, versionKey, valueKey = KEYS[1], KEYS[2], KEYS[3]
+  lua: `${BUMP}${ENVELOPE_HEADER}${LATER_FORMAT}${SETTLE}
+local leaseKey, versionKey, valueKey, clearedKey, markerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 -- takeoverFrom: a version, or '' for none; takeover: 'stuck' or 'forced'.
 local token, leaseTtlMs, takeoverFrom, takeover = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
@@ -164,6 +223,7 @@ if leaseType ~= 'none' and leaseType ~= 'string' then
   redis.call('DEL', leaseKey)
   repaired = 1
 end
+settle(valueKey, leaseKey, versionKey, clearedKey, markerKey)
 local current = redis.pcall('GET', valueKey)
 if type(current) == 'table' then
   -- Foreign data (not a string) at the value key: report it as unreadable.
@@ -205,12 +265,13 @@ export interface FillCall {
  * if the token still holds it, and notifies (with the envelope when written). Returns 1 if written.
  */
 export const FILL = {
-  numberOfKeys: 3,
+  numberOfKeys: 5,
   args: ({ target, envelope, ttlMs, fence, token }: FillCall) =>
     [
       target.layout.value,
       target.layout.lease,
       target.layout.version,
+      ...settleKeys(target.layout),
       envelope,
       wholeMs(ttlMs),
       String(fence),
@@ -219,11 +280,13 @@ export const FILL = {
       keyPart(target.key),
       MAX_BROADCAST_ENVELOPE,
     ] as const,
-  lua: `${NOTIFY}${ENVELOPE_HEADER}${LATER_FORMAT}
-local valueKey, leaseKey, versionKey = KEYS[1], KEYS[2], KEYS[3]
+  lua: `${BUMP}${NOTIFY}${ENVELOPE_HEADER}${LATER_FORMAT}${SETTLE}
+local valueKey, leaseKey, versionKey, clearedKey, markerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local envelope, ttlMs, fence, token = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local channel, keyPart, maxBroadcast = ARGV[5], ARGV[6], tonumber(ARGV[7])
 
+-- A clear since the grant revokes the lease and advances the version: the load is fenced.
+local generation = settle(valueKey, leaseKey, versionKey, clearedKey, markerKey)
 local version = redis.pcall('GET', versionKey)
 local lease = redis.pcall('GET', leaseKey)
 local stored = nil
@@ -240,6 +303,7 @@ elseif type(lease) == 'string' and type(version) == 'string' then
 end
 if stored then
   redis.call('SET', valueKey, stored, 'PX', ttlMs)
+  keepCleared(clearedKey, generation, ttlMs)
 end
 local released = lease == token
 if released then
@@ -268,20 +332,21 @@ export interface SetCall {
  * running loads) and notifies. Returns the new version.
  */
 export const SET_VALUE = {
-  numberOfKeys: 3,
+  numberOfKeys: 5,
   args: ({ target, envelope, ttlMs }: SetCall) =>
     [
       target.layout.value,
       target.layout.lease,
       target.layout.version,
+      ...settleKeys(target.layout),
       envelope,
       wholeMs(ttlMs),
       target.channel,
       keyPart(target.key),
       MAX_BROADCAST_ENVELOPE,
     ] as const,
-  lua: `${BUMP}${NOTIFY}${ENVELOPE_HEADER}
-local valueKey, leaseKey, versionKey = KEYS[1], KEYS[2], KEYS[3]
+  lua: `${BUMP}${NOTIFY}${ENVELOPE_HEADER}${SETTLE}
+local valueKey, leaseKey, versionKey, clearedKey, markerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local envelope, ttlMs, channel, keyPart, maxBroadcast = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
 
 -- Checked before the version advances: a malformed envelope changes nothing.
@@ -292,6 +357,8 @@ local version = bump(versionKey)
 local stored = withHeader(envelope, version)
 redis.call('SET', valueKey, stored, 'PX', ttlMs)
 redis.call('DEL', leaseKey)
+-- Written after every clear so far: none applies to it.
+keepCleared(clearedKey, clearOf(markerKey), ttlMs)
 notify(channel, 'w', version, keyPart, broadcastable(stored, maxBroadcast))
 return version
 `,
@@ -309,21 +376,23 @@ export interface InvalidateCall {
  * header is not this release's to rewrite. Returns {existed, version}.
  */
 export const INVALIDATE = {
-  numberOfKeys: 3,
+  numberOfKeys: 5,
   args: ({ target, mode }: InvalidateCall) =>
     [
       target.layout.value,
       target.layout.lease,
       target.layout.version,
+      ...settleKeys(target.layout),
       mode,
       target.channel,
       keyPart(target.key),
     ] as const,
-  lua: `${BUMP}${NOTIFY}${ENVELOPE_HEADER}${LATER_FORMAT}
-local valueKey, leaseKey, versionKey = KEYS[1], KEYS[2], KEYS[3]
+  lua: `${BUMP}${NOTIFY}${ENVELOPE_HEADER}${LATER_FORMAT}${SETTLE}
+local valueKey, leaseKey, versionKey, clearedKey, markerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 -- mode: 'stale' or 'delete'.
 local mode, channel, keyPart = ARGV[1], ARGV[2], ARGV[3]
 
+settle(valueKey, leaseKey, versionKey, clearedKey, markerKey)
 local version = bump(versionKey)
 redis.call('DEL', leaseKey)
 if mode == 'delete' or isLaterFormat(valueKey) then
@@ -344,6 +413,62 @@ notify(channel, 's', version, keyPart)
 return {existed, version}
 `,
 } satisfies RedisScript<InvalidateCall>;
+
+export interface SettleReadCall {
+  readonly layout: RedisKeyLayout;
+}
+
+/**
+ * A read of a key that has a clear to apply (its MGET saw the marker ahead of the key): applies it,
+ * then returns {envelope, version} as the MGET would.
+ */
+export const SETTLE_READ = {
+  numberOfKeys: 5,
+  args: ({ layout }: SettleReadCall) =>
+    [layout.value, layout.lease, layout.version, ...settleKeys(layout)] as const,
+  lua: `${BUMP}${ENVELOPE_HEADER}${LATER_FORMAT}${SETTLE}
+local valueKey, leaseKey, versionKey, clearedKey, markerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+
+settle(valueKey, leaseKey, versionKey, clearedKey, markerKey)
+local current = redis.pcall('GET', valueKey)
+if type(current) == 'table' then
+  current = 'herd-guard:foreign'
+end
+return {current, redis.pcall('GET', versionKey)}
+`,
+} satisfies RedisScript<SettleReadCall>;
+
+export interface ClearCall {
+  /** The clear marker written (one of RedisKeys.markers()). */
+  readonly marker: string;
+  readonly mode: InvalidationMode;
+}
+
+/**
+ * Records a clear in a marker: a new generation (one more than before, never below Redis's clock
+ * in microseconds, so it keeps growing even if the marker was lost), and, for `delete`, the same
+ * number as the last deleting one. The keys follow it as they are touched (see SETTLE). Returns
+ * the generation.
+ */
+export const CLEAR = {
+  numberOfKeys: 1,
+  args: ({ marker, mode }: ClearCall) => [marker, mode] as const,
+  lua: `${BUMP}${ENVELOPE_HEADER}${LATER_FORMAT}${SETTLE}
+local markerKey = KEYS[1]
+-- mode: 'stale' or 'delete'.
+local mode = ARGV[1]
+
+local previous, deleted = clearOf(markerKey)
+local time = redis.call('TIME')
+local micros = tonumber(time[1]) * 1000000 + tonumber(time[2])
+local generation = math.max(previous + 1, micros)
+if mode == 'delete' then
+  deleted = generation
+end
+redis.call('SET', markerKey, string.format('%.0f:%.0f', generation, deleted))
+return string.format('%.0f', generation)
+`,
+} satisfies RedisScript<ClearCall>;
 
 export interface ReleaseCall {
   readonly target: ScriptTarget;
@@ -375,13 +500,27 @@ export interface ExtendCall {
   readonly ttlMs: number;
 }
 
-/** Extends the lease only if the token still owns it. Returns 1 if extended. */
+/**
+ * Extends the lease only if the token still owns it (after applying a clear, which revokes it).
+ * Returns 1 if extended.
+ */
 export const EXTEND_LEASE = {
-  numberOfKeys: 1,
-  args: ({ layout, token, ttlMs }: ExtendCall) => [layout.lease, token, wholeMs(ttlMs)] as const,
-  lua: `
-local leaseKey = KEYS[1]
+  numberOfKeys: 5,
+  args: ({ layout, token, ttlMs }: ExtendCall) =>
+    [
+      layout.lease,
+      layout.value,
+      layout.version,
+      ...settleKeys(layout),
+      token,
+      wholeMs(ttlMs),
+    ] as const,
+  lua: `${BUMP}${ENVELOPE_HEADER}${LATER_FORMAT}${SETTLE}
+local leaseKey, valueKey, versionKey, clearedKey, markerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local token, ttlMs = ARGV[1], ARGV[2]
+
+-- A clear since the grant revokes the lease: the holder learns it here.
+settle(valueKey, leaseKey, versionKey, clearedKey, markerKey)
 
 if redis.call('GET', leaseKey) == token then
   return redis.call('PEXPIRE', leaseKey, ttlMs)

@@ -21,7 +21,12 @@ import {
 } from '../../core/herd-store.interface.js';
 import { CommandGate } from './command-gate.js';
 import { EvictionPolicyCheck } from './eviction-policy.js';
-import { decodeFillMessage, decodeLaterFormat } from './fill-message.js';
+import {
+  decodeFillMessage,
+  decodeLaterFormat,
+  encodeClearMessage,
+  isClearMessage,
+} from './fill-message.js';
 import { HEARTBEAT_INTERVAL_MS, Heartbeat } from './heartbeat.js';
 import { NotificationSubscriber } from './notification-subscriber.js';
 import {
@@ -39,11 +44,13 @@ import { ReplicaAcks } from './replica-acks.js';
 import {
   ACQUIRE_LEASE,
   ADD_TO_INDEX,
+  CLEAR,
   EXTEND_LEASE,
   FILL,
   INDEX_MEMBERS,
   INVALIDATE,
   RELEASE_LEASE,
+  SETTLE_READ,
   SET_VALUE,
   type ScriptTarget,
 } from './redis-scripts.js';
@@ -57,6 +64,9 @@ export { HEARTBEAT_INTERVAL_MS } from './heartbeat.js';
  * a copy of the key, if one is held, answers it as stale.
  */
 export const STALE_COPY_PATIENCE_MS = 10;
+
+/** Clear markers written at once (a Cluster has one per slot: 16,384). */
+const CLEAR_CONCURRENCY = 512;
 
 /** How long the key the breaker's probe writes lives. */
 const PROBE_KEY_TTL_MS = 10_000;
@@ -102,6 +112,8 @@ export class RedisStore implements HerdStore {
    * Per key, the MGET out and the one the readers that came since wait for (see {@link #readOf}).
    */
   readonly #reads = new Map<string, KeyReads>();
+  /** When a clear was last made or heard here (`performance.now()`), see {@link #onMessage}. */
+  #clearHeardAt = Number.NEGATIVE_INFINITY;
   #closed = false;
 
   constructor(options: RedisStoreOptions = {}) {
@@ -257,18 +269,22 @@ export class RedisStore implements HerdStore {
     const refusal = this.#gate.refusal('get', key);
     if (refusal !== undefined) return this.#orCopy(key, Promise.reject(refusal));
     const layout = this.keys.for(key);
-    const command = new Command('mget', [layout.value, layout.version], {
-      keyPrefix: this.#client.options.keyPrefix,
-      replyEncoding: 'utf8',
-    });
+    const command = new Command(
+      'mget',
+      [layout.value, layout.version, layout.cleared, layout.marker],
+      { keyPrefix: this.#client.options.keyPrefix, replyEncoding: 'utf8' },
+    );
     const pending = this.#gate.deadline('get', key, (error) => command.reject(error));
     const since = this.#near.mark();
     const answer: Promise<StoreSnapshot> = (
-      command.promise as Promise<[string | null, string | null]>
+      command.promise as Promise<[string | null, string | null, string | null, string | null]>
     ).then(
-      ([raw, version]) => {
-        this.#answered(key, read);
+      async ([mgetRaw, mgetVersion, cleared, marker]) => {
         this.#gate.settled(pending);
+        // A clear not applied to the key yet: a script applies it and answers instead.
+        const [raw, version] = isClearPending(cleared, marker)
+          ? await this.#settleRead(key).finally(() => this.#answered(key, read))
+          : (this.#answered(key, read), [mgetRaw, mgetVersion]);
         const entry = this.#near.decode(key, raw, since, Number(version ?? 0));
         return { entry, version: Math.max(Number(version ?? 0), entryVersion(entry)) };
       },
@@ -285,6 +301,14 @@ export class RedisStore implements HerdStore {
     queueMicrotask(() => (reads.joinable = false));
     this.#client.sendCommand(command);
     return read;
+  }
+
+  /** Applies a clear to `key` and reads it (see SETTLE_READ). */
+  #settleRead(key: string): Promise<[string | null, string | null]> {
+    const call = { layout: this.keys.for(key) };
+    return this.#gate.run('get', key, () =>
+      this.#client.herdGuardSettleRead(...SETTLE_READ.args(call)),
+    );
   }
 
   /**
@@ -376,6 +400,34 @@ export class RedisStore implements HerdStore {
     this.#near.invalidated(key, mode, Number(version));
     this.#acks.check(operation, key, written.replicas);
     return { existed: existed === 1, version: Number(version) };
+  }
+
+  /**
+   * Records the clear in the marker (on a Cluster, in the marker of every slot, each in its slot),
+   * then tells every process. Keys follow it as they are next touched (see SETTLE); the copies of
+   * this process go at once, those of others when the notification arrives.
+   */
+  async clear(mode: InvalidationMode): Promise<void> {
+    const markers = this.keys.markers();
+    let generation = '0';
+    for (let start = 0; start < markers.length; start += CLEAR_CONCURRENCY) {
+      const batch = markers.slice(start, start + CLEAR_CONCURRENCY);
+      const written = await Promise.all(
+        batch.map((marker) =>
+          this.#gate.run('clear', undefined, () =>
+            this.#acks.send('herdGuardClear', CLEAR.args({ marker, mode })),
+          ),
+        ),
+      );
+      for (const { result, replicas } of written) {
+        this.#acks.check('clear', undefined, replicas);
+        generation = result;
+      }
+    }
+    this.#onCleared();
+    await this.#gate.run('clear', undefined, () =>
+      this.#client.publish(this.keys.channel, encodeClearMessage(Number(generation))),
+    );
   }
 
   async addToIndex(index: KeyIndex, key: string, ttlMs: number): Promise<void> {
@@ -566,13 +618,20 @@ export class RedisStore implements HerdStore {
   #onMessage(message: string): void {
     if (this.#heartbeat.heard(message)) return;
     const notice = decodeFillMessage(message);
-    if (notice === undefined) return this.#onLaterFormat(message);
+    if (notice === undefined) {
+      if (isClearMessage(message)) return this.#onCleared();
+      return this.#onLaterFormat(message);
+    }
     const { key, envelope, kind, version } = notice;
     this.#reads.delete(key);
     if (kind === 'stale' || kind === 'delete') this.#near.invalidated(key, kind, version);
     else if (kind === 'fill' || kind === 'write') {
       const wanted = this.#near.has(key) || this.#signals.has(key);
-      if (envelope === undefined || !wanted) this.#near.replaced(key, version);
+      // Soon after a clear, an envelope may be from before it: on a Cluster the notifications of
+      // other slots travel through other nodes and may arrive after the clear's. Not kept then:
+      // followers read Redis, which applies the clear.
+      const nearClear = performance.now() - this.#clearHeardAt <= this.#heartbeat.boundMs;
+      if (envelope === undefined || !wanted || nearClear) this.#near.replaced(key, version);
       else {
         this.#near.announce(key, version);
         const entry = this.#near.decode(key, envelope, undefined, version);
@@ -581,6 +640,17 @@ export class RedisStore implements HerdStore {
       }
     }
     this.#signals.notify(key);
+  }
+
+  /**
+   * Every key was cleared (here, or by another process): reads out may predate it, every copy goes
+   * (a read sent before is not kept), and every follower re-checks.
+   */
+  #onCleared(): void {
+    this.#clearHeardAt = performance.now();
+    this.#reads.clear();
+    this.#near.clear();
+    this.#signals.notifyAll();
   }
 
   /**
@@ -625,6 +695,16 @@ interface KeyReads {
   joinable: boolean;
   /** The MGET sent once `out` is answered, for the readers that came after that tick. */
   next?: Promise<StoreSnapshot>;
+}
+
+/**
+ * Whether the slot's clear marker (`<generation>:<deleted>`) is ahead of the generation the key
+ * was last brought to: the key has a clear to apply.
+ */
+function isClearPending(cleared: string | null, marker: string | null): boolean {
+  if (marker === null) return false;
+  const generation = Number(marker.slice(0, marker.indexOf(':')));
+  return generation > Number(cleared ?? 0);
 }
 
 function entryVersion(entry: StoreRead): number {

@@ -8,7 +8,7 @@ import {
   LoaderFailedError,
 } from '../../../lib/index.js';
 import { counted } from '../../helpers/counted.js';
-import { deferred, flush } from '../../helpers/deferred.js';
+import { deferred, flush, until } from '../../helpers/deferred.js';
 import { startContext } from '../../helpers/nest-app.js';
 
 let app: INestApplicationContext;
@@ -23,6 +23,44 @@ beforeEach(async () => {
 
 afterEach(async () => {
   await app.close();
+});
+
+describe('HerdGuardService.clear', () => {
+  it('serves every key stale once after clear() (expire), then the reloaded value', async () => {
+    let row = 'old';
+    const loader = counted(() => row);
+    await herd.getOrLoad('a', loader);
+    await herd.getOrLoad('b', loader);
+    row = 'new';
+    await herd.clear();
+    await expect(herd.read('a', loader)).resolves.toMatchObject({ value: 'old', path: 'stale' });
+    await expect(herd.read('b', loader)).resolves.toMatchObject({ value: 'old', path: 'stale' });
+    await until(() => loader.calls === 4);
+    await expect(herd.read('a', loader)).resolves.toMatchObject({ value: 'new', path: 'fresh' });
+  });
+
+  it("removes every key with clear('delete'): the next read is a miss", async () => {
+    const loader = counted(() => 'v');
+    await herd.getOrLoad('a', loader);
+    await herd.clear('delete');
+    await expect(herd.peek('a')).resolves.toBeUndefined();
+    await expect(herd.read('a', loader)).resolves.toMatchObject({ value: 'v', path: 'miss' });
+    expect(loader.calls).toBe(2);
+  });
+
+  it.each([['purge'], [''], [42], [null]])(
+    'rejects the mode %p with a ConfigurationError naming clear.mode, and changes nothing',
+    async (mode) => {
+      await herd.getOrLoad('a', () => 'v');
+      const cleared = herd.clear(mode as never);
+      await expect(cleared).rejects.toBeInstanceOf(ConfigurationError);
+      await expect(cleared).rejects.toMatchObject({
+        code: 'HERD_GUARD_CONFIG',
+        field: 'clear.mode',
+      });
+      await expect(herd.read('a', () => 'other')).resolves.toMatchObject({ path: 'fresh' });
+    },
+  );
 });
 
 describe('HerdGuardService reads', () => {
