@@ -5,7 +5,7 @@ export const STUCK_FACTOR = 4;
 /** ...but never before this long (a short hiccup of the backend is not a hung load). */
 export const MIN_STUCK_MS = 1_000;
 /** Keys whose load time is remembered; the least recently recorded go first. */
-export const REMEMBERED_KEYS = 10_000;
+export const REMEMBERED_KEYS = 1_000;
 /** Weight of the newest load in a key's usual load time. */
 const NEWEST_WEIGHT = 0.25;
 
