@@ -78,32 +78,35 @@ const invalidations: Array<[string, Invalidation, string | undefined]> = [
   ['clear(delete)', (store) => store.clear!('delete'), undefined],
 ];
 
-describe.each(Object.keys(fixtures))('%s store: a stuck takeover asked after an invalidation', (name) => {
-  it.each(invalidations)(
-    "keeps the holder's late value fenced when %s landed before the takeover",
-    async (_label, invalidate, expected) => {
-      const pair = await fixtures[name]!();
-      try {
-        const held = await pair.holder.acquireLease('k', 60_000);
-        expect(held.lease).toBeDefined();
-        // The follower saw the holder at this version and, later, deems it stuck...
-        const seen = held.current.version;
-        // ...but in between the key was invalidated (the holder's lease is revoked).
-        await invalidate(pair.follower, 'k');
-        const taken = await pair.follower.acquireLease('k', 5_000, {
-          takeoverFrom: seen,
-          takeover: 'stuck',
-        });
-        expect(taken.lease).toBeDefined();
-        // The holder's load, started before the invalidation, ends now.
-        await expect(
-          pair.holder.fill('k', entry('loaded before', held.lease!.fence), held.lease),
-        ).resolves.toBe(false);
-        const now = await pair.read('k');
-        expect(now.entry?.value).toBe(expected);
-      } finally {
-        await pair.close();
-      }
-    },
-  );
-});
+describe.each(Object.keys(fixtures))(
+  '%s store: a stuck takeover asked after an invalidation',
+  (name) => {
+    it.each(invalidations)(
+      "keeps the holder's late value fenced when %s landed before the takeover",
+      async (_label, invalidate, expected) => {
+        const pair = await fixtures[name]!();
+        try {
+          const held = await pair.holder.acquireLease('k', 60_000);
+          expect(held.lease).toBeDefined();
+          // The follower saw the holder at this version and, later, deems it stuck...
+          const seen = held.current.version;
+          // ...but in between the key was invalidated (the holder's lease is revoked).
+          await invalidate(pair.follower, 'k');
+          const taken = await pair.follower.acquireLease('k', 5_000, {
+            takeoverFrom: seen,
+            takeover: 'stuck',
+          });
+          expect(taken.lease).toBeDefined();
+          // The holder's load, started before the invalidation, ends now.
+          await expect(
+            pair.holder.fill('k', entry('loaded before', held.lease!.fence), held.lease),
+          ).resolves.toBe(false);
+          const now = await pair.read('k');
+          expect(now.entry?.value).toBe(expected);
+        } finally {
+          await pair.close();
+        }
+      },
+    );
+  },
+);

@@ -65,7 +65,9 @@ describe('OpenTelemetry without rawKeys', () => {
       gate.resolve();
       await expect(first).rejects.toThrow();
       await expect(second).rejects.toThrow();
-      await until(() => exporter.getFinishedSpans().some((span) => span.name === 'herd-guard.wait'));
+      await until(() =>
+        exporter.getFinishedSpans().some((span) => span.name === 'herd-guard.wait'),
+      );
       const leaks = exporter
         .getFinishedSpans()
         .flatMap((span) => exported(span).filter((value) => value.includes(KEY)))
