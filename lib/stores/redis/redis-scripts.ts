@@ -233,6 +233,12 @@ local version = redis.pcall('GET', versionKey)
 if type(version) ~= 'string' then
   version = '0'
 end
+-- A token taken over as stuck (s.<fence>.) lets that holder store its value while it holds: granted
+-- only while the key is at that holder's version. An invalidation since (which revoked the holder's
+-- lease) fences the holder; the follower asks again without a takeover.
+if string.sub(token, 1, 2) == 's.' and tonumber(takeoverFrom) ~= tonumber(version) then
+  return {0, version, current, repaired}
+end
 local granted = redis.call('SET', leaseKey, token, 'NX', 'PX', leaseTtlMs)
 if not granted and takeoverFrom ~= '' and tonumber(takeoverFrom) == tonumber(version) then
   local holder = redis.call('GET', leaseKey) or ''
