@@ -105,7 +105,7 @@ describe.each(Object.keys(fixtures))(
             pair.holder.fill('k', entry('loaded before', held.lease!.fence), held.lease),
           ).resolves.toBe(false);
           const now = await pair.read('k');
-          expect(now.entry?.value).toBe(expected);
+          expect((now.entry as Entry<string> | undefined)?.value).toBe(expected);
         } finally {
           await pair.close();
         }
