@@ -171,7 +171,7 @@ export class OtelLoadTracer implements LoadTracer {
           { startTime, links, attributes },
           i === 0 ? parent : ROOT_CONTEXT,
         );
-        if (outcome.path === undefined) this.#failed(span, outcome.error);
+        if (outcome.path === undefined) this.#failed(span, outcome.error, key);
         span.end();
       }
     });
@@ -220,15 +220,28 @@ export class OtelLoadTracer implements LoadTracer {
       );
     }
     span.setAttributes(attributes);
-    if (flight.failed) this.#failed(span, flight.error);
-    else if (error !== undefined) this.#failed(span, error);
+    if (flight.failed) this.#failed(span, flight.error, flight.key);
+    else if (error !== undefined) this.#failed(span, error, flight.key);
     span.end();
   }
 
-  #failed(span: Span, error: unknown): void {
+  /**
+   * Marks `span` failed with `error`. herd-guard's errors name the key in their message: without
+   * `rawKeys` it is replaced by its hash there too (status, exception message and stack).
+   */
+  #failed(span: Span, error: unknown, key: string): void {
     const { SpanStatusCode } = this.#api;
-    const message = error instanceof Error ? error.message : String(error);
-    span.recordException(error instanceof Error ? error : message);
+    const hidden = (text: string): string =>
+      this.#rawKeys || key === '' ? text : text.split(key).join(hiddenKey(key));
+    const message = hidden(error instanceof Error ? error.message : String(error));
+    if (error instanceof Error) {
+      const { stack } = error;
+      span.recordException({
+        name: error.name,
+        message,
+        ...(stack === undefined ? {} : { stack: hidden(stack) }),
+      });
+    } else span.recordException(message);
     span.setStatus({ code: SpanStatusCode.ERROR, message });
   }
 }
@@ -239,6 +252,11 @@ function resultOf(filled: Fill, flight: FlightTrace): 'fresh' | 'stale' | 'miss'
   if (filled.loaded) return isBornStale(entry) ? 'stale' : 'miss';
   if (flight.failed || !isFresh(entry, Date.now())) return 'stale';
   return flight.waited ? 'miss' : 'fresh';
+}
+
+/** How a key appears in an exported error message when raw keys are off. */
+function hiddenKey(key: string): string {
+  return `#${keyAttribute(key, false)['herd_guard.key.hash']}`;
 }
 
 /** Now as epoch milliseconds with sub-millisecond precision (a span's start time). */
