@@ -77,9 +77,9 @@ const MAX_DELTA_SECONDS = 2_147_483_648;
  * Whether a response's `Cache-Control` forbids herd-guard to store it, read as a shared cache
  * (RFC 9111 §5.2.2): `no-store`, `no-cache`, `private` (allowed on a scoped route, whose entry
  * belongs to one user), or a freshness lifetime of zero (`s-maxage=0`, or `max-age=0` without
- * `s-maxage`, with or without `must-revalidate`/`proxy-revalidate`; a negative one, or one given twice
- * with different values, is invalid and counts as zero): such a response must not be
- * reused without asking the origin again, which a cache hit would not do.
+ * `s-maxage`, with or without `must-revalidate`/`proxy-revalidate`; a negative one, or one given
+ * twice with different values, is invalid and counts as zero): such a response must not be reused
+ * without asking the origin again, which a cache hit would not do.
  */
 export function forbidsStoring(cacheControl: string | undefined, scoped: boolean): boolean {
   if (cacheControl === undefined) return false;
