@@ -448,17 +448,19 @@ export interface ClearCall {
   /** The clear marker written (one of RedisKeys.markers()). */
   readonly marker: string;
   readonly mode: InvalidationMode;
+  /** The channel told of the clear in the same step (`c:<generation>`), or none. */
+  readonly channel?: string;
 }
 
 /**
  * Records a clear in a marker: a new generation (one more than before, never below Redis's clock
  * in microseconds, so it keeps growing even if the marker was lost), and, for `delete`, the same
- * number as the last deleting one. The keys follow it as they are touched (see SETTLE). Returns
- * the generation.
+ * number as the last deleting one. The keys follow it as they are touched (see SETTLE). With a
+ * channel, publishes the clear there in the same step. Returns the generation.
  */
 export const CLEAR = {
   numberOfKeys: 1,
-  args: ({ marker, mode }: ClearCall) => [marker, mode] as const,
+  args: ({ marker, mode, channel }: ClearCall) => [marker, mode, channel ?? ''] as const,
   lua: `${BUMP}${ENVELOPE_HEADER}${LATER_FORMAT}${SETTLE}
 local markerKey = KEYS[1]
 -- mode: 'stale' or 'delete'.
@@ -472,6 +474,10 @@ if mode == 'delete' then
   deleted = generation
 end
 redis.call('SET', markerKey, string.format('%.0f:%.0f', generation, deleted))
+-- Told in the same step as the marker is written: no clear without its notification.
+if ARGV[2] ~= '' then
+  redis.call('PUBLISH', ARGV[2], 'c:' .. string.format('%.0f', generation))
+end
 return string.format('%.0f', generation)
 `,
 } satisfies RedisScript<ClearCall>;
