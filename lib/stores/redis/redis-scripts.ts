@@ -33,7 +33,13 @@ export interface ScriptTarget {
 }
 
 /** Redis takes whole milliseconds. */
-const wholeMs = (ms: number): number => Math.ceil(ms);
+/**
+ * The longest TTL sent to Redis: 2^31 seconds (68 years). A longer one (a loader may choose any
+ * finite lifetime) would not parse as PX's integer, and the value would not be stored at all.
+ */
+const MAX_TTL_MS = 2_147_483_648_000;
+
+const wholeMs = (ms: number): number => Math.min(Math.ceil(ms), MAX_TTL_MS);
 
 /**
  * How long a version key outlives its last change (1 hour): it only has to outlive the loads and
