@@ -21,11 +21,7 @@ import {
 } from '../../core/herd-store.interface.js';
 import { CommandGate } from './command-gate.js';
 import { EvictionPolicyCheck } from './eviction-policy.js';
-import {
-  decodeFillMessage,
-  decodeLaterFormat,
-  isClearMessage,
-} from './fill-message.js';
+import { decodeFillMessage, decodeLaterFormat, isClearMessage } from './fill-message.js';
 import { HEARTBEAT_INTERVAL_MS, Heartbeat } from './heartbeat.js';
 import { NotificationSubscriber } from './notification-subscriber.js';
 import {
