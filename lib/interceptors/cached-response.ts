@@ -70,12 +70,16 @@ export function replayedHeaders(set: Readonly<Record<string, string>>): Record<s
   return kept;
 }
 
+/** The largest delta-seconds a cache must honour (RFC 9111 §1.2.2). */
+const MAX_DELTA_SECONDS = 2_147_483_648;
+
 /**
  * Whether a response's `Cache-Control` forbids herd-guard to store it, read as a shared cache
  * (RFC 9111 §5.2.2): `no-store`, `no-cache`, `private` (allowed on a scoped route, whose entry
  * belongs to one user), or a freshness lifetime of zero (`s-maxage=0`, or `max-age=0` without
- * `s-maxage`, with or without `must-revalidate`/`proxy-revalidate`): such a response must not be
- * reused without asking the origin again, which a cache hit would not do.
+ * `s-maxage`, with or without `must-revalidate`/`proxy-revalidate`; a negative one, or one given
+ * twice with different values, is invalid and counts as zero): such a response must not be reused
+ * without asking the origin again, which a cache hit would not do.
  */
 export function forbidsStoring(cacheControl: string | undefined, scoped: boolean): boolean {
   if (cacheControl === undefined) return false;
@@ -89,12 +93,19 @@ export function forbidsStoring(cacheControl: string | undefined, scoped: boolean
       .join('=')
       .trim()
       .replace(/^"(.*)"$/, '$1');
-    if (name === 'max-age') maxAge = value;
-    else if (name === 's-maxage') sharedMaxAge = value;
+    // A lifetime given twice with different values is invalid freshness information: stale
+    // (RFC 9111 §4.2.1), so not stored.
+    if (name === 'max-age') {
+      if (maxAge !== undefined && maxAge !== value) return true;
+      maxAge = value;
+    } else if (name === 's-maxage') {
+      if (sharedMaxAge !== undefined && sharedMaxAge !== value) return true;
+      sharedMaxAge = value;
+    }
   }
-  // s-maxage wins over max-age for a shared cache.
+  // s-maxage wins over max-age for a shared cache. A negative one is invalid: stale, as zero.
   const lifetime = sharedMaxAge ?? maxAge;
-  return lifetime !== undefined && /^0+$/.test(lifetime);
+  return lifetime !== undefined && /^(0+|-\d+)$/.test(lifetime);
 }
 
 /**
@@ -114,7 +125,9 @@ export function cacheControlLifetime(
       .trim()
       .replace(/^"(.*)"$/, '$1');
     // delta-seconds (RFC 9111 §1.2.2): digits only.
-    if (/^\d+$/.test(value)) seconds.set(rawName!.trim().toLowerCase(), Number(value));
+    // A value too large to represent counts as 2^31 seconds (RFC 9111 §1.2.2).
+    if (/^\d+$/.test(value))
+      seconds.set(rawName!.trim().toLowerCase(), Math.min(Number(value), MAX_DELTA_SECONDS));
   }
   const lifetime = seconds.get('s-maxage') ?? seconds.get('max-age');
   if (lifetime === undefined || lifetime === 0) return undefined;

@@ -130,11 +130,11 @@ export class OtelLoadTracer implements LoadTracer {
     }
     return running.then(
       (filled) => {
-        this.#end(flight, filled, undefined);
+        guarded(() => this.#end(flight, filled, undefined));
         return filled;
       },
       (error: unknown) => {
-        this.#end(flight, undefined, error);
+        guarded(() => this.#end(flight, undefined, error));
         throw error;
       },
     );
@@ -144,12 +144,19 @@ export class OtelLoadTracer implements LoadTracer {
     const { context, trace } = this.#api;
     const flight = this.#flightHere() ?? this.#flights.get(key);
     if (flight === undefined) return load();
-    flight.span ??= this.#tracer.startSpan(
-      LOAD_SPAN,
-      { startTime: flight.startedAt, attributes: flight.attributes },
-      flight.parent,
-    );
-    return context.with(trace.setSpan(flight.parent, flight.span), load);
+    let inside: Context;
+    try {
+      flight.span ??= this.#tracer.startSpan(
+        LOAD_SPAN,
+        { startTime: flight.startedAt, attributes: flight.attributes },
+        flight.parent,
+      );
+      inside = trace.setSpan(flight.parent, flight.span);
+    } catch {
+      // The app's tracing failed (a span processor threw): the load runs untraced.
+      return load();
+    }
+    return context.with(inside, load);
   }
 
   joined(key: string, callers: number, own: boolean, answered: Promise<WaitOutcome>): void {
@@ -157,24 +164,37 @@ export class OtelLoadTracer implements LoadTracer {
     const flight = this.#flights.get(key);
     const startTime = epochMs();
     const parent = own ? context.active() : ROOT_CONTEXT;
-    void answered.then((outcome) => {
-      const target = flight?.span?.spanContext();
-      const links: Link[] = target === undefined ? [] : [{ context: target }];
-      const attributes: Attributes = {
-        ...(flight?.attributes ?? { ...this.#base, ...keyAttribute(key, this.#rawKeys) }),
-        'herd_guard.wait.source': 'local',
-      };
-      if (outcome.path !== undefined) attributes['herd_guard.result'] = outcome.path;
-      for (let i = 0; i < callers; i += 1) {
-        const span = this.#tracer.startSpan(
-          WAIT_SPAN,
-          { startTime, links, attributes },
-          i === 0 ? parent : ROOT_CONTEXT,
-        );
-        if (outcome.path === undefined) this.#failed(span, outcome.error);
-        span.end();
-      }
-    });
+    void answered.then((outcome) =>
+      guarded(() => this.#waited(key, callers, flight, startTime, parent, outcome)),
+    );
+  }
+
+  /** Records the wait spans of `callers` callers of `key` answered with `outcome`. */
+  #waited(
+    key: string,
+    callers: number,
+    flight: FlightTrace | undefined,
+    startTime: number,
+    parent: Context,
+    outcome: WaitOutcome,
+  ): void {
+    const { ROOT_CONTEXT } = this.#api;
+    const target = flight?.span?.spanContext();
+    const links: Link[] = target === undefined ? [] : [{ context: target }];
+    const attributes: Attributes = {
+      ...(flight?.attributes ?? { ...this.#base, ...keyAttribute(key, this.#rawKeys) }),
+      'herd_guard.wait.source': 'local',
+    };
+    if (outcome.path !== undefined) attributes['herd_guard.result'] = outcome.path;
+    for (let i = 0; i < callers; i += 1) {
+      const span = this.#tracer.startSpan(
+        WAIT_SPAN,
+        { startTime, links, attributes },
+        i === 0 ? parent : ROOT_CONTEXT,
+      );
+      if (outcome.path === undefined) this.#failed(span, outcome.error, key);
+      span.end();
+    }
   }
 
   /** Stops tracing the engine (a flight running goes on untraced). */
@@ -220,15 +240,28 @@ export class OtelLoadTracer implements LoadTracer {
       );
     }
     span.setAttributes(attributes);
-    if (flight.failed) this.#failed(span, flight.error);
-    else if (error !== undefined) this.#failed(span, error);
+    if (flight.failed) this.#failed(span, flight.error, flight.key);
+    else if (error !== undefined) this.#failed(span, error, flight.key);
     span.end();
   }
 
-  #failed(span: Span, error: unknown): void {
+  /**
+   * Marks `span` failed with `error`. herd-guard's errors name the key in their message: without
+   * `rawKeys` it is replaced by its hash there too (status, exception message and stack).
+   */
+  #failed(span: Span, error: unknown, key: string): void {
     const { SpanStatusCode } = this.#api;
-    const message = error instanceof Error ? error.message : String(error);
-    span.recordException(error instanceof Error ? error : message);
+    const hidden = (text: string): string =>
+      this.#rawKeys || key === '' ? text : text.split(key).join(hiddenKey(key));
+    const message = hidden(error instanceof Error ? error.message : String(error));
+    if (error instanceof Error) {
+      const { stack } = error;
+      span.recordException({
+        name: error.name,
+        message,
+        ...(stack === undefined ? {} : { stack: hidden(stack) }),
+      });
+    } else span.recordException(message);
     span.setStatus({ code: SpanStatusCode.ERROR, message });
   }
 }
@@ -239,6 +272,23 @@ function resultOf(filled: Fill, flight: FlightTrace): 'fresh' | 'stale' | 'miss'
   if (filled.loaded) return isBornStale(entry) ? 'stale' : 'miss';
   if (flight.failed || !isFresh(entry, Date.now())) return 'stale';
   return flight.waited ? 'miss' : 'fresh';
+}
+
+/**
+ * Runs `record` (spans made through the app's tracer provider), ignoring what it throws: tracing
+ * never fails a load or a caller.
+ */
+function guarded(record: () => void): void {
+  try {
+    record();
+  } catch {
+    // A span processor or exporter of the app threw: the span is lost, the load goes on.
+  }
+}
+
+/** How a key appears in an exported error message when raw keys are off. */
+function hiddenKey(key: string): string {
+  return `#${keyAttribute(key, false)['herd_guard.key.hash']}`;
 }
 
 /** Now as epoch milliseconds with sub-millisecond precision (a span's start time). */

@@ -33,7 +33,13 @@ export interface ScriptTarget {
 }
 
 /** Redis takes whole milliseconds. */
-const wholeMs = (ms: number): number => Math.ceil(ms);
+/**
+ * The longest TTL sent to Redis: 2^31 seconds (68 years). A longer one (a loader may choose any
+ * finite lifetime) would not parse as PX's integer, and the value would not be stored at all.
+ */
+const MAX_TTL_MS = 2_147_483_648_000;
+
+const wholeMs = (ms: number): number => Math.min(Math.ceil(ms), MAX_TTL_MS);
 
 /**
  * How long a version key outlives its last change (1 hour): it only has to outlive the loads and
@@ -232,6 +238,12 @@ end
 local version = redis.pcall('GET', versionKey)
 if type(version) ~= 'string' then
   version = '0'
+end
+-- A token taken over as stuck (s.<fence>.) lets that holder store its value while it holds: granted
+-- only while the key is at that holder's version. An invalidation since (which revoked the holder's
+-- lease) fences the holder; the follower asks again without a takeover.
+if string.sub(token, 1, 2) == 's.' and tonumber(takeoverFrom) ~= tonumber(version) then
+  return {0, version, current, repaired}
 end
 local granted = redis.call('SET', leaseKey, token, 'NX', 'PX', leaseTtlMs)
 if not granted and takeoverFrom ~= '' and tonumber(takeoverFrom) == tonumber(version) then
@@ -442,17 +454,19 @@ export interface ClearCall {
   /** The clear marker written (one of RedisKeys.markers()). */
   readonly marker: string;
   readonly mode: InvalidationMode;
+  /** The channel told of the clear in the same step (`c:<generation>`), or none. */
+  readonly channel?: string;
 }
 
 /**
  * Records a clear in a marker: a new generation (one more than before, never below Redis's clock
  * in microseconds, so it keeps growing even if the marker was lost), and, for `delete`, the same
- * number as the last deleting one. The keys follow it as they are touched (see SETTLE). Returns
- * the generation.
+ * number as the last deleting one. The keys follow it as they are touched (see SETTLE). With a
+ * channel, publishes the clear there in the same step. Returns the generation.
  */
 export const CLEAR = {
   numberOfKeys: 1,
-  args: ({ marker, mode }: ClearCall) => [marker, mode] as const,
+  args: ({ marker, mode, channel }: ClearCall) => [marker, mode, channel ?? ''] as const,
   lua: `${BUMP}${ENVELOPE_HEADER}${LATER_FORMAT}${SETTLE}
 local markerKey = KEYS[1]
 -- mode: 'stale' or 'delete'.
@@ -466,6 +480,10 @@ if mode == 'delete' then
   deleted = generation
 end
 redis.call('SET', markerKey, string.format('%.0f:%.0f', generation, deleted))
+-- Told in the same step as the marker is written: no clear without its notification.
+if ARGV[2] ~= '' then
+  redis.call('PUBLISH', ARGV[2], 'c:' .. string.format('%.0f', generation))
+end
 return string.format('%.0f', generation)
 `,
 } satisfies RedisScript<ClearCall>;

@@ -21,12 +21,7 @@ import {
 } from '../../core/herd-store.interface.js';
 import { CommandGate } from './command-gate.js';
 import { EvictionPolicyCheck } from './eviction-policy.js';
-import {
-  decodeFillMessage,
-  decodeLaterFormat,
-  encodeClearMessage,
-  isClearMessage,
-} from './fill-message.js';
+import { decodeFillMessage, decodeLaterFormat, isClearMessage } from './fill-message.js';
 import { HEARTBEAT_INTERVAL_MS, Heartbeat } from './heartbeat.js';
 import { NotificationSubscriber } from './notification-subscriber.js';
 import {
@@ -409,25 +404,32 @@ export class RedisStore implements HerdStore {
    */
   async clear(mode: InvalidationMode): Promise<void> {
     const markers = this.keys.markers();
-    let generation = '0';
-    for (let start = 0; start < markers.length; start += CLEAR_CONCURRENCY) {
-      const batch = markers.slice(start, start + CLEAR_CONCURRENCY);
-      const written = await Promise.all(
-        batch.map((marker) =>
-          this.#gate.run('clear', undefined, () =>
-            this.#acks.send('herdGuardClear', CLEAR.args({ marker, mode })),
+    const last = markers.pop()!;
+    try {
+      for (let start = 0; start < markers.length; start += CLEAR_CONCURRENCY) {
+        const batch = markers.slice(start, start + CLEAR_CONCURRENCY);
+        const written = await Promise.all(
+          batch.map((marker) =>
+            this.#gate.run('clear', undefined, () => this.#writeMarker(marker, mode)),
           ),
-        ),
-      );
-      for (const { result, replicas } of written) {
-        this.#acks.check('clear', undefined, replicas);
-        generation = result;
+        );
+        for (const { replicas } of written) this.#acks.check('clear', undefined, replicas);
       }
+      // The last marker is written once every other one is, with the notification in the same
+      // step: a clear is never written everywhere without the other processes being told.
+      const { replicas } = await this.#gate.run('clear', undefined, () =>
+        this.#writeMarker(last, mode, this.keys.channel),
+      );
+      this.#acks.check('clear', undefined, replicas);
+    } finally {
+      // Even a clear that failed part way may have been applied to some keys: no copy here outlives
+      // it.
+      this.#onCleared();
     }
-    this.#onCleared();
-    await this.#gate.run('clear', undefined, () =>
-      this.#client.publish(this.keys.channel, encodeClearMessage(Number(generation))),
-    );
+  }
+
+  #writeMarker(marker: string, mode: InvalidationMode, channel?: string) {
+    return this.#acks.send('herdGuardClear', CLEAR.args({ marker, mode, channel }));
   }
 
   async addToIndex(index: KeyIndex, key: string, ttlMs: number): Promise<void> {
