@@ -10,7 +10,7 @@ import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
  * that version. If an invalidation (set, delete, expire, clear) lands between the two, the holder's
  * lease is revoked and the key has moved on: the takeover finds the lease free and gets a plain
  * grant. The holder's load started before the invalidation, so its late value must stay fenced
- * (DESIGN.md, Invalidation model), whatever the new lease holder's token looks like.
+ * (docs/invalidation.md), whatever the new lease holder's token looks like.
  */
 let server: RedisServer;
 let run = 0;

@@ -7,8 +7,9 @@ import { type Pod, startPods, stopPods } from '../helpers/pods.js';
 import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
 
 /*
- * Probes of clear() and adaptive caching on a real Redis: each test states the guarantee of
- * DESIGN.md it checks.
+ * Edges of clear(), loader-chosen TTLs and stuck takeovers on a real Redis: a clear whose
+ * notification is lost, a TTL longer than Redis can store, a clear with Redis unreachable, a
+ * takeover asked right after a delete.
  */
 let run = 0;
 let opened: Pod[] = [];
