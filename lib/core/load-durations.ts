@@ -34,8 +34,10 @@ export class LoadDurations {
     return this.#usual.size;
   }
 
-  /** Counts the load that made `entry` (once per version). */
+  /** Counts the load that made `entry` (once per version; not a value written with set()). */
   record(key: string, entry: Entry): void {
+    // A value written with set() carries no load time: it says nothing about how long loads take.
+    if (entry.loadMs <= 0) return;
     const known = this.#usual.get(key);
     if (known !== undefined && known.version === entry.version) return;
     const ms =

@@ -23,6 +23,15 @@ describe('LoadDurations: when a lease holder counts as stuck', () => {
     expect(durations.stuckAfterMs('fast', 300)).toBe(300);
   });
 
+  it('does not count a value written with set() (load time 0) as a load: a slow key stays slow', () => {
+    const durations = new LoadDurations();
+    durations.record('written', loaded(1, 0));
+    expect(durations.stuckAfterMs('written', 5_000)).toBe(5_000);
+    durations.record('slow', loaded(1, 3_000));
+    for (let version = 2; version < 20; version += 1) durations.record('slow', loaded(version, 0));
+    expect(durations.usualMs('slow')).toBe(3_000);
+  });
+
   it('counts each load once (by version) and smooths a key load time over its loads', () => {
     const durations = new LoadDurations();
     durations.record('k', loaded(1, 100));
