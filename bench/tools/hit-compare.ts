@@ -18,6 +18,7 @@ import { resolve } from 'node:path';
 
 import * as after from '../../lib/index.js';
 import { LruCachePod, MemorySingleflightPod } from '../peers/lru-cache.peer.js';
+import { hitLoop } from './hit-loop.js';
 
 type Lib = typeof after;
 
@@ -65,32 +66,18 @@ const subjects: Subject[] = [
   await engineSubject('herd-guard after', after),
 ];
 
-async function loop(get: () => Promise<unknown>, callers: number, ms: number): Promise<number> {
-  const endAt = performance.now() + ms;
-  let ops = 0;
-  await Promise.all(
-    Array.from({ length: callers }, async () => {
-      while (performance.now() < endAt) {
-        for (let i = 0; i < 64; i++) await get();
-        ops += 64;
-      }
-    }),
-  );
-  return ops;
-}
-
 const median = (values: number[]): number =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function nsPerHit(callers: number): Promise<Map<string, number>> {
   const perOp = new Map<string, number[]>(subjects.map((s) => [s.name, []]));
-  for (const subject of subjects) await loop(subject.get, callers, 200);
+  for (const subject of subjects) await hitLoop(subject.get, callers, 200);
   for (let round = 0; round < rounds; round++) {
     // A different order each round: no subject always follows the same one.
     const order = round % 2 === 0 ? subjects : [...subjects].reverse();
     for (const subject of order) {
       const startedAt = performance.now();
-      const ops = await loop(subject.get, callers, windowMs);
+      const ops = await hitLoop(subject.get, callers, windowMs);
       perOp.get(subject.name)!.push(((performance.now() - startedAt) * 1e6) / ops);
     }
   }

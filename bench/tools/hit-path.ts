@@ -24,6 +24,7 @@ import { decodeEntry, HerdEngine, MemoryStore } from '../../lib/index.js';
 import { RedisStore } from '../../lib/redis.js';
 import { RedisServer } from '../../test/helpers/redis-server.js';
 import { openTelemetry } from '../peers/otel-sdk.js';
+import { hitLoop } from './hit-loop.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string, fallback: string): string => {
@@ -76,27 +77,13 @@ const chosen = Object.entries(subjects).filter(
   ([name]) => only === 'all' || only.split(',').includes(name),
 );
 
-async function loop(get: () => Promise<unknown>, ms: number): Promise<number> {
-  const endAt = performance.now() + ms;
-  let ops = 0;
-  await Promise.all(
-    Array.from({ length: callers }, async () => {
-      while (performance.now() < endAt) {
-        for (let i = 0; i < 64; i++) await get();
-        ops += 64;
-      }
-    }),
-  );
-  return ops;
-}
-
 const perOp = new Map<string, number[]>(chosen.map(([name]) => [name, []]));
 let totalOps = 0;
-for (const [, get] of chosen) await loop(get, 300);
+for (const [, get] of chosen) await hitLoop(get, callers, 300);
 for (let round = 0; round < rounds; round++) {
   for (const [name, get] of chosen) {
     const startedAt = performance.now();
-    const ops = await loop(get, windowMs);
+    const ops = await hitLoop(get, callers, windowMs);
     totalOps += ops;
     perOp.get(name)!.push(((performance.now() - startedAt) * 1000) / ops);
   }
