@@ -70,6 +70,18 @@ class FlightTrace {
   }
 }
 
+/** Callers that joined a flight together, as `joined` saw them. */
+interface Wait {
+  readonly key: string;
+  readonly callers: number;
+  /** The flight they joined, when it runs in this process and is traced. */
+  readonly flight: FlightTrace | undefined;
+  /** Epoch ms when they joined. */
+  readonly startTime: number;
+  /** The context of the first of them (the others' spans start at the root). */
+  readonly parent: Context;
+}
+
 /**
  * Traces an engine's loads with the OpenTelemetry API: a `herd-guard.load` span per load (the
  * loader runs in its context, so the app's own spans of the backend call are its children), a
@@ -161,23 +173,19 @@ export class OtelLoadTracer implements LoadTracer {
 
   joined(key: string, callers: number, own: boolean, answered: Promise<WaitOutcome>): void {
     const { ROOT_CONTEXT, context } = this.#api;
-    const flight = this.#flights.get(key);
-    const startTime = epochMs();
-    const parent = own ? context.active() : ROOT_CONTEXT;
-    void answered.then((outcome) =>
-      guarded(() => this.#waited(key, callers, flight, startTime, parent, outcome)),
-    );
+    const wait: Wait = {
+      key,
+      callers,
+      flight: this.#flights.get(key),
+      startTime: epochMs(),
+      parent: own ? context.active() : ROOT_CONTEXT,
+    };
+    void answered.then((outcome) => guarded(() => this.#waited(wait, outcome)));
   }
 
-  /** Records the wait spans of `callers` callers of `key` answered with `outcome`. */
-  #waited(
-    key: string,
-    callers: number,
-    flight: FlightTrace | undefined,
-    startTime: number,
-    parent: Context,
-    outcome: WaitOutcome,
-  ): void {
+  /** Records the wait spans of the wait's callers, answered with `outcome`. */
+  #waited(wait: Wait, outcome: WaitOutcome): void {
+    const { key, callers, flight, startTime, parent } = wait;
     const { ROOT_CONTEXT } = this.#api;
     const target = flight?.span?.spanContext();
     const links: Link[] = target === undefined ? [] : [{ context: target }];
