@@ -104,13 +104,32 @@ const NOT_ROUTED: Promise<undefined> = Promise.resolve(undefined);
  * callers of the same key, policy and tags that come in the same tick receive without reading the
  * store again. One object per engine, rewritten in place and emptied once per tick.
  */
-interface TickAnswer {
-  key: string | undefined;
-  policy: ResolvedPolicy | undefined;
-  tags: readonly string[] | undefined;
-  path: ReadPath;
-  negative: boolean;
-  answer: Promise<unknown> | undefined;
+class TickAnswer {
+  key: string | undefined = undefined;
+  policy: ResolvedPolicy | undefined = undefined;
+  tags: readonly string[] | undefined = undefined;
+  path: ReadPath = 'fresh';
+  negative = false;
+  answer: Promise<unknown> | undefined = undefined;
+
+  /** Whether callers of `key` with this policy and these tags may take the answer. */
+  isFor(key: string, policy: ResolvedPolicy, tags: readonly string[] | undefined): boolean {
+    return this.key === key && this.policy === policy && sameTags(this.tags, tags);
+  }
+
+  /** Names the callers the answer is for (in place). */
+  for(key: string, policy: ResolvedPolicy, tags: readonly string[] | undefined): void {
+    this.key = key;
+    this.policy = policy;
+    this.tags = tags;
+  }
+
+  clear(): void {
+    this.key = undefined;
+    this.policy = undefined;
+    this.tags = undefined;
+    this.answer = undefined;
+  }
 }
 
 /**
@@ -135,22 +154,11 @@ export class HerdEngine {
    * The synchronous answer joinable until the end of the tick that made it (see `#sharedReads` for
    * why no later). Written by `#shareAnswer`, emptied by `#endTick`.
    */
-  readonly #tickAnswer: TickAnswer = {
-    key: undefined,
-    policy: undefined,
-    tags: undefined,
-    path: 'fresh',
-    negative: false,
-    answer: undefined,
-  };
+  readonly #tickAnswer = new TickAnswer();
   /** Whether `#endTick` is queued. */
   #tickEnding = false;
   readonly #endTick = (): void => {
-    const slot = this.#tickAnswer;
-    slot.key = undefined;
-    slot.policy = undefined;
-    slot.tags = undefined;
-    slot.answer = undefined;
+    this.#tickAnswer.clear();
     this.#tickEnding = false;
   };
 
@@ -464,7 +472,7 @@ export class HerdEngine {
       // Callers of a key with the same policy and tags share an answer given from memory in this
       // tick, or a store read sent in this tick (and its routing).
       const slot = this.#tickAnswer;
-      if (slot.key === key && slot.policy === policy && sameTags(slot.tags, tags)) {
+      if (slot.isFor(key, policy, tags)) {
         this.#counted(key, slot.path, slot.negative, startedAt);
         return slot.answer as Promise<T>;
       }
@@ -488,7 +496,7 @@ export class HerdEngine {
       // Most reads end here: a fresh hit, answered without building a request.
       if (entry !== undefined && policy.earlyRefreshBeta === 0 && isFresh(entry, now)) {
         const answer = Promise.resolve(this.#hit(key, entry, startedAt, wants));
-        if (shareable) this.#shareAnswer(key, policy, tags, entry, 'fresh', answer);
+        if (shareable) this.#shareAnswer(entry, 'fresh', answer).for(key, policy, tags);
         return answer;
       }
     }
@@ -512,7 +520,7 @@ export class HerdEngine {
       // Answered at once (stale, or fresh with an early refresh): the same for this tick's callers.
       if (shareable && entry !== undefined) {
         const path = isFresh(entry, now) ? 'fresh' : 'stale';
-        this.#shareAnswer(key, policy, tags, entry, path, answer);
+        this.#shareAnswer(entry, path, answer).for(key, policy, tags);
       }
       return answer;
     }
@@ -530,25 +538,20 @@ export class HerdEngine {
     return routed;
   }
 
-  /** Keeps `answer` for the callers of `key` that come in this tick (see `#tickAnswer`). */
-  #shareAnswer(
-    key: string,
-    policy: ResolvedPolicy,
-    tags: readonly string[] | undefined,
-    entry: Entry,
-    path: ReadPath,
-    answer: Promise<unknown>,
-  ): void {
+  /**
+   * Keeps `answer` for the callers that come in this tick; the caller names them with `for()` on
+   * the slot returned (see `#tickAnswer`).
+   */
+  #shareAnswer(entry: Entry, path: ReadPath, answer: Promise<unknown>): TickAnswer {
     const slot = this.#tickAnswer;
-    slot.key = key;
-    slot.policy = policy;
-    slot.tags = tags;
     slot.path = path;
     slot.negative = isNegative(entry);
     slot.answer = answer;
-    if (this.#tickEnding) return;
-    this.#tickEnding = true;
-    queueMicrotask(this.#endTick);
+    if (!this.#tickEnding) {
+      this.#tickEnding = true;
+      queueMicrotask(this.#endTick);
+    }
+    return slot;
   }
 
   #routeSnapshot<T>(
