@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { type CachePolicy, HerdEngine } from '../../lib/index.js';
+import { MIN_STUCK_MS, STUCK_FACTOR } from '../../lib/core/load-durations.js';
 import { RedisStore, type RedisStoreOptions } from '../../lib/redis.js';
 import { deferred, sleep, until } from '../helpers/deferred.js';
 import { FaultProxy, stopAllFaultProxies } from '../helpers/fault-proxy.js';
@@ -218,7 +219,8 @@ describe('Redis faults: an owner whose loader never settles (a hung query)', () 
   it("is taken over once, well before waitTimeout, when the key usually loads fast: every caller on every pod, the hung pod's own included, gets the takeover's value, and the hung load's late value is fenced", async () => {
     const namespace = `hung-owner${(run += 1)}`;
     // waitTimeout far beyond this test's limits: only the adaptive threshold can answer in time.
-    const policy: CachePolicy = { waitTimeout: '60s', leaseTtl: '3s' };
+    const waitTimeoutMs = 120_000;
+    const policy: CachePolicy = { waitTimeout: waitTimeoutMs, leaseTtl: '3s' };
     const pods = [
       await pod(namespace, server.url, policy),
       await pod(namespace, server.url, policy),
@@ -229,8 +231,10 @@ describe('Redis faults: an owner whose loader never settles (a hung query)', () 
     // A first herd: every pod sees how long a load of `k` usually takes (until the gate opens).
     const first = deferred<string>();
     let firstLoads = 0;
+    let firstStartedAt = 0;
     const usual = () => {
       firstLoads += 1;
+      firstStartedAt = performance.now();
       return first.promise;
     };
     const herd = pods.map(({ engine }) => engine.getOrLoad('k', usual));
@@ -239,6 +243,12 @@ describe('Redis faults: an owner whose loader never settles (a hung query)', () 
       5_000,
       'the other pods to follow the first load',
     );
+    // How long this load took is the key's usual load time on every pod (a loaded machine makes it
+    // longer): the hung owner below counts as stuck after STUCK_FACTOR times that, at least
+    // MIN_STUCK_MS, still far below waitTimeout.
+    const usualMs = performance.now() - firstStartedAt;
+    const stuckAfterMs = Math.max(MIN_STUCK_MS, STUCK_FACTOR * usualMs);
+    expect(stuckAfterMs + 20_000).toBeLessThan(waitTimeoutMs);
     first.resolve('v1');
     await expect(Promise.all(herd)).resolves.toEqual(['v1', 'v1', 'v1', 'v1']);
     expect(firstLoads).toBe(1);
@@ -257,10 +267,19 @@ describe('Redis faults: an owner whose loader never settles (a hung query)', () 
       return 'taken over';
     };
     let leaseTakeovers = 0;
-    for (const { engine } of pods)
-      engine.onEvent((event) => {
-        if (event.type === 'lease-takeover') leaseTakeovers += 1;
-      });
+    // What each pod did, for the message of a failure.
+    const trace: string[] = [];
+    const traceStartedAt = performance.now();
+    pods.forEach(({ engine }, index) =>
+      engine.onEvent(
+        (event) => {
+          const at = (performance.now() - traceStartedAt).toFixed(1);
+          trace.push(`${at} ms pod ${index}: ${event.type}`);
+          if (event.type === 'lease-takeover') leaseTakeovers += 1;
+        },
+        { reads: false },
+      ),
+    );
     const answers: unknown[] = [];
     const answer = (value: unknown): number => answers.push(value);
     const own = [1, 2, 3].map(() => pods[0]!.engine.getOrLoad('k', hungLoader));
@@ -269,7 +288,14 @@ describe('Redis faults: an owner whose loader never settles (a hung query)', () 
       .slice(1)
       .flatMap(({ engine }) => [1, 2, 3].map(() => engine.getOrLoad('k', takeoverLoader)));
     for (const call of [...own, ...others]) void call.then(answer, answer);
-    await until(() => answers.length === 12, 20_000, 'every caller on every pod to be answered');
+    await until(
+      () => answers.length === 12,
+      stuckAfterMs + 20_000,
+      'every caller on every pod to be answered',
+    ).catch((error: unknown) => {
+      const why = `${String(error)} (usual load ${usualMs.toFixed(0)} ms, ${answers.length} answered)`;
+      throw new Error(`${why}\n${trace.join('\n')}`);
+    });
     expect(answers).toEqual(Array.from({ length: 12 }, () => 'taken over'));
     expect(hungLoads + takeovers).toBe(2);
     // One takeover load; a follower whose takeover attempt finds the lease already free (the
@@ -284,5 +310,5 @@ describe('Redis faults: an owner whose loader never settles (a hung query)', () 
     for (const { engine } of pods)
       await expect(engine.getOrLoad('k', takeoverLoader)).resolves.toBe('taken over');
     expect(takeovers).toBe(1);
-  }, 40_000);
+  }, 90_000);
 });
