@@ -352,10 +352,13 @@ export class FillProtocol {
       const chosen = choice.policy;
       // A value shared without its tag index would escape tag invalidation: write it once more,
       // else store the value stale. (One loaded without a lease is never shared.)
-      const unindexed =
-        lease !== undefined &&
-        choice.cache &&
-        !(await this.#indexTags(key, this.#tagsToIndex(request, choice, indexed), chosen));
+      const lateTags =
+        lease !== undefined && choice.cache ? this.#tagsToIndex(request, choice, indexed) : [];
+      const unindexed = !(await this.#indexTags(key, lateTags, chosen));
+      // An invalidation of a tag recorded only now did not find this key: if one came since the
+      // load began, the value may predate it and is not stored.
+      const missed =
+        !unindexed && (await this.#invalidatedWhileLoading(key, lateTags, loadStartedAt));
       const now = runtime.now();
       const version = lease?.fence ?? request.cell.version;
       // What every pod will read back (this one too): a value that cannot be stored fails here.
@@ -379,7 +382,9 @@ export class FillProtocol {
       this.#backoff.recordSuccess(key);
       // Store (if the fence still holds), release and wake followers in one store step.
       let stored = false;
-      if (choice.cache && (!isNegative(entry) || chosen.negativeTtlMs > 0)) {
+      if (missed)
+        runtime.emit({ type: 'load-fenced', key, background: request.mode === 'background' });
+      else if (choice.cache && (!isNegative(entry) || chosen.negativeTtlMs > 0)) {
         const outcome = await this.#store(key, entry, lease);
         leaseSettled = outcome !== 'failed';
         stored = outcome === 'stored' && lease !== undefined;
@@ -418,6 +423,31 @@ export class FillProtocol {
     if (!indexed || maxLifetimeMs(choice.policy) > maxLifetimeMs(request.policy)) return [...all];
     const before = new Set(request.tags);
     return all.filter((tag) => !before.has(tag));
+  }
+
+  /**
+   * Whether a tag recorded only once the load ended (`tags`) was invalidated since the load began
+   * (`loadStartedAt`): that invalidation did not find the key. A store that cannot tell answers
+   * no; one that fails to answer counts as yes (nothing that may be superseded is shared).
+   */
+  async #invalidatedWhileLoading(
+    key: string,
+    tags: readonly string[],
+    loadStartedAt: number,
+  ): Promise<boolean> {
+    const runtime = this.#runtime;
+    const { store } = runtime;
+    if (tags.length === 0 || store.invalidatedWithin === undefined) return false;
+    const withinMs = runtime.now() - loadStartedAt;
+    try {
+      const found = await Promise.all(
+        tags.map((tag) => store.invalidatedWithin?.({ tag }, withinMs)),
+      );
+      return found.includes(true);
+    } catch (error) {
+      runtime.emit({ type: 'store-error', operation: 'index-tag', key, error });
+      return true;
+    }
   }
 
   /**

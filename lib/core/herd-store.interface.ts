@@ -106,6 +106,13 @@ export interface StoreHealth {
 }
 
 /**
+ * How long a store keeps the time of an index's last invalidation (see
+ * {@link HerdStore.invalidatedWithin}): a load that ran longer is told the index may have been
+ * invalidated while it ran.
+ */
+export const INVALIDATIONS_KEPT_MS = 5 * 60_000;
+
+/**
  * A set of keys kept by the store: the keys stored with a tag, or the keys derived from an input
  * key.
  */
@@ -161,8 +168,20 @@ export interface HerdStore {
    * there.
    */
   addToIndex(index: KeyIndex, key: string, ttlMs: number): Promise<void>;
-  /** The keys recorded in `index` that may still exist. */
+  /**
+   * The keys recorded in `index` that may still exist, read to invalidate them: the store notes
+   * when, for {@link invalidatedWithin}.
+   */
   indexMembers(index: KeyIndex): Promise<string[]>;
+  /**
+   * Whether `index` was invalidated ({@link indexMembers}) within the last `withinMs`, counted on
+   * the store's clock, or may have been (a store answers `true` when it cannot tell, e.g. for a
+   * time longer than it keeps, or a clock it cannot compare closely). A load that records its key
+   * in an index only once it has loaded (a tag its loader chose) asks this after recording it, for
+   * how long it ran: an invalidation it missed then fences it. A store that leaves it out leaves
+   * such loads unfenced.
+   */
+  invalidatedWithin?(index: KeyIndex, withinMs: number): Promise<boolean>;
   /** Tries to take the fill lease for `key` for `ttlMs`. */
   acquireLease(key: string, ttlMs: number, options?: AcquireOptions): Promise<LeaseAttempt>;
   /**

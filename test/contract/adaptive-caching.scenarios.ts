@@ -267,6 +267,37 @@ export function describeAdaptiveCaching(
       expect(await b!.peek('k')).toBeUndefined();
     });
 
+    it.each([
+      ['deleteTag', 'delete'],
+      ['expireTag', 'expire'],
+    ] as const)(
+      'fences a first load whose loader adds a tag that %s invalidates while it loads: its value is never served as fresh',
+      async (_what, mode) => {
+        const { engines } = await launch({ count: 2, policy: { soft: '1h' } });
+        const [a, b] = engines;
+        const gate = deferred();
+        let started = false;
+        const first = a!.getOrLoad('k', async (context: LoadContext<string>) => {
+          started = true;
+          // The row read here predates the invalidation below.
+          await gate.promise;
+          context.setPolicy({ tags: ['row:1'] });
+          return 'v1';
+        });
+        await until(() => started, 5_000, 'the load to start');
+        // Nothing is stored under the tag yet; the invalidation still covers what is loading.
+        await (mode === 'delete' ? b!.deleteTag('row:1') : b!.expireTag('row:1'));
+        gate.resolve();
+        // The load's own caller gets what it loaded, as with any fenced load.
+        await expect(first).resolves.toBe('v1');
+        for (const engine of [a!, b!]) expect((await engine.peek('k'))?.path).not.toBe('fresh');
+        const next = counted(() => 'v2');
+        await expect(b!.getOrLoad('k', next)).resolves.toBe('v2');
+        await expect(a!.getOrLoad('k', next)).resolves.toBe('v2');
+        expect(next.calls).toBe(1);
+      },
+    );
+
     it('fails the load of a loader that answers "unchanged" with no stale value, storing nothing', async () => {
       const { engines } = await launch({ count: 1 });
       const [engine] = engines;

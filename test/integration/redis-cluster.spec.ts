@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { eventually } from '../helpers/deferred.js';
+import type { LoadContext } from '../../lib/index.js';
+import { deferred, eventually, until } from '../helpers/deferred.js';
 import { countedLoader, startPods, stopPods } from '../helpers/pods.js';
 import { RedisClusterFixture, stopAllRedisServers } from '../helpers/redis-server.js';
 
@@ -35,6 +36,38 @@ describe('Redis Cluster (3 masters)', () => {
       await expect(herd('cold')).resolves.toEqual(Array(2_000).fill('v2'));
       expect(loader.calls).toBe(2);
       expect(pods.reduce((sum, pod) => sum + pod.engine.stats().waits.timedOut, 0)).toBe(0);
+    } finally {
+      await stopPods(pods);
+    }
+  });
+
+  it('fences a first load whose loader adds a tag (in another slot) that another pod invalidates while it loads', async () => {
+    const pods = await startPods({
+      count: 2,
+      clusterNodes: cluster.nodes,
+      namespace: 'cluster-late-tag',
+      policy: { soft: '1h', jitter: 0 },
+    });
+    try {
+      const [a, b] = pods;
+      const gate = deferred();
+      let started = false;
+      const first = a!.engine.getOrLoad('doc:1', async (context: LoadContext<string>) => {
+        started = true;
+        await gate.promise;
+        context.setPolicy({ tags: ['owner:7'] });
+        return 'v1';
+      });
+      await until(() => started, 5_000, 'the load to start');
+      await b!.engine.deleteTag('owner:7');
+      gate.resolve();
+      await expect(first).resolves.toBe('v1');
+      const next = countedLoader(() => 'v2');
+      await expect(b!.engine.getOrLoad('doc:1', next)).resolves.toBe('v2');
+      await expect(a!.engine.getOrLoad('doc:1', next)).resolves.toBe('v2');
+      expect(next.calls).toBe(1);
+      // Loaded after the invalidation, the value is stored under the tag.
+      expect(await a!.engine.deleteTag('owner:7')).toBe(1);
     } finally {
       await stopPods(pods);
     }

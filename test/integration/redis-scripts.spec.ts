@@ -6,6 +6,7 @@ import {
   EXTEND_LEASE,
   FILL,
   INDEX_MEMBERS,
+  INVALIDATED_AT,
   INVALIDATE,
   RELEASE_LEASE,
   type RedisScript,
@@ -420,15 +421,26 @@ describe('EXTEND_LEASE (KEYS lease; ARGV token, ttl ms)', () => {
   });
 });
 
-describe('ADD_TO_INDEX (KEYS index; ARGV member, ttl ms) and INDEX_MEMBERS (KEYS index)', () => {
+describe('ADD_TO_INDEX (KEYS index; ARGV member, ttl ms), INDEX_MEMBERS (KEYS index, invalidated-at; ARGV kept ms) and INVALIDATED_AT (KEYS invalidated-at)', () => {
   const add = (member: string, ttlMs: number) =>
     evalScript(
       ADD_TO_INDEX,
       { index: keys.index, member, ttlMs },
       { keys: [keys.index], argv: [member, ttlMs] },
     );
+  const invalidatedAt = () => `${keys.index}:at`;
   const members = () =>
-    evalScript(INDEX_MEMBERS, { index: keys.index }, { keys: [keys.index], argv: [] });
+    evalScript(
+      INDEX_MEMBERS,
+      { index: keys.index, invalidatedAt: invalidatedAt(), keptMs: 60_000 },
+      { keys: [keys.index, invalidatedAt()], argv: [60_000] },
+    );
+  const lastInvalidated = () =>
+    evalScript(
+      INVALIDATED_AT,
+      { invalidatedAt: invalidatedAt() },
+      { keys: [invalidatedAt()], argv: [] },
+    );
 
   it('keeps each member until its later deadline and the index as long as its longest member', async () => {
     await expect(add('a', 60_000)).resolves.toBe(1);
@@ -440,5 +452,17 @@ describe('ADD_TO_INDEX (KEYS index; ARGV member, ttl ms) and INDEX_MEMBERS (KEYS
     await expect(add('c', 30_000)).resolves.toBe(1);
     await expect(client.zrange(keys.index, 0, -1)).resolves.toEqual(['c', 'a']);
     await expect(members()).resolves.toEqual(['c', 'a']);
+  });
+
+  it('notes when the members were read to invalidate them (µs on Redis), kept for the time given', async () => {
+    const [before, never] = (await lastInvalidated()) as [number, number];
+    expect(never).toBe(-1);
+    await expect(members()).resolves.toEqual([]);
+    expect(await client.pttl(invalidatedAt())).toBeGreaterThan(59_000);
+    await sleep(5);
+    const [now, at] = (await lastInvalidated()) as [number, number];
+    expect(at).toBeGreaterThanOrEqual(before);
+    expect(now).toBeGreaterThan(at);
+    expect(now - at).toBeLessThan(60_000_000);
   });
 });

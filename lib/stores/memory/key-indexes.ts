@@ -1,4 +1,4 @@
-import type { KeyIndex } from '../../core/herd-store.interface.js';
+import { INVALIDATIONS_KEPT_MS, type KeyIndex } from '../../core/herd-store.interface.js';
 
 /** At most this often (store clock), every index is swept of members past their deadline. */
 const FULL_SWEEP_INTERVAL_MS = 60_000;
@@ -13,6 +13,8 @@ const FULL_SWEEP_INTERVAL_MS = 60_000;
 export class KeyIndexes {
   /** Index name -> member key -> until (epoch ms). */
   readonly #indexes = new Map<string, Map<string, number>>();
+  /** Index name -> when its members were last read for an invalidation (epoch ms). */
+  readonly #invalidatedAt = new Map<string, number>();
   #sweptAt: number;
 
   constructor(private readonly now: () => number) {
@@ -34,12 +36,26 @@ export class KeyIndexes {
     this.maybeSweep();
   }
 
+  /** The members of `index`, read for an invalidation: when is noted (see {@link invalidatedWithin}). */
   members(index: KeyIndex): string[] {
     const name = indexName(index);
+    const now = this.now();
+    this.#invalidatedAt.delete(name);
+    this.#invalidatedAt.set(name, now);
     const members = this.#indexes.get(name);
     if (members === undefined) return [];
-    this.#sweep(name, members, this.now());
+    this.#sweep(name, members, now);
     return [...members.keys()];
+  }
+
+  /**
+   * Whether `index` was invalidated within the last `withinMs`, or may have been: a time longer
+   * than {@link INVALIDATIONS_KEPT_MS} cannot be told.
+   */
+  invalidatedWithin(index: KeyIndex, withinMs: number): boolean {
+    if (withinMs >= INVALIDATIONS_KEPT_MS) return true;
+    const at = this.#invalidatedAt.get(indexName(index));
+    return at !== undefined && at >= this.now() - withinMs;
   }
 
   /** Sweeps every index if the last full sweep is a minute old or more. */
@@ -48,10 +64,16 @@ export class KeyIndexes {
     if (now - this.#sweptAt < FULL_SWEEP_INTERVAL_MS) return;
     this.#sweptAt = now;
     for (const [name, members] of this.#indexes) this.#sweep(name, members, now);
+    // Oldest first (re-inserted when noted): stop at the first one still kept.
+    for (const [name, at] of this.#invalidatedAt) {
+      if (at > now - INVALIDATIONS_KEPT_MS) break;
+      this.#invalidatedAt.delete(name);
+    }
   }
 
   clear(): void {
     this.#indexes.clear();
+    this.#invalidatedAt.clear();
   }
 
   #sweep(name: string, members: Map<string, number>, now: number): void {

@@ -162,6 +162,10 @@ export class MemoryStore implements HerdStore {
     return this.#indexes.members(index);
   }
 
+  async invalidatedWithin(index: KeyIndex, withinMs: number): Promise<boolean> {
+    return this.#indexes.invalidatedWithin(index, withinMs);
+  }
+
   async acquireLease(
     key: string,
     ttlMs: number,

@@ -7,7 +7,11 @@ import { describeError, isCannotServe, isReplyError } from './redis-connection.j
  * Operations that only read, or that a replica serves too (PUBLISH): while the node refuses to
  * serve, their success proves nothing about writes.
  */
-const READ_ONLY_OPERATIONS: ReadonlySet<string> = new Set(['get', 'heartbeat', 'index-members']);
+const READ_ONLY_OPERATIONS: ReadonlySet<string> = new Set([
+  'get',
+  'heartbeat',
+  'index-invalidated',
+]);
 
 /**
  * Every command of a Redis store passes here: refused at once while the store is closed or the

@@ -11,6 +11,7 @@ import {
   EXTEND_LEASE,
   FILL,
   INDEX_MEMBERS,
+  INVALIDATED_AT,
   INVALIDATE,
   RELEASE_LEASE,
   type RedisScript,
@@ -34,6 +35,7 @@ export interface HerdGuardCommands {
   herdGuardExtend(...args: ScriptArgs<typeof EXTEND_LEASE>): Promise<number>;
   herdGuardIndex(...args: ScriptArgs<typeof ADD_TO_INDEX>): Promise<number>;
   herdGuardIndexMembers(...args: ScriptArgs<typeof INDEX_MEMBERS>): Promise<string[]>;
+  herdGuardInvalidatedAt(...args: ScriptArgs<typeof INVALIDATED_AT>): Promise<[number, number]>;
   herdGuardSettleRead(
     ...args: ScriptArgs<typeof SETTLE_READ>
   ): Promise<[string | null, string | null]>;
@@ -126,6 +128,7 @@ export function defineCommands(client: Redis | Cluster): Client {
   define('herdGuardExtend', EXTEND_LEASE);
   define('herdGuardIndex', ADD_TO_INDEX);
   define('herdGuardIndexMembers', INDEX_MEMBERS);
+  define('herdGuardInvalidatedAt', INVALIDATED_AT);
   define('herdGuardSettleRead', SETTLE_READ);
   define('herdGuardClear', CLEAR);
   return client as Client;

@@ -587,15 +587,53 @@ return 1
 
 export interface IndexMembersCall {
   readonly index: string;
+  /** When the index was last invalidated (a string key in the index's slot). */
+  readonly invalidatedAt: string;
+  /** How long that time is kept. */
+  readonly keptMs: number;
 }
 
-/** The members whose deadline (on Redis's clock) has not passed. */
-export const INDEX_MEMBERS = {
-  numberOfKeys: 1,
-  args: ({ index }: IndexMembersCall) => [index] as const,
-  lua: `${NOW_MS}
-local indexKey = KEYS[1]
+/** Redis's clock in microseconds (an exact integer in a Lua number). */
+const NOW_US = `
+local function nowUs()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+end
+`;
 
-return redis.call('ZRANGEBYSCORE', indexKey, nowMs(), '+inf')
+/**
+ * The members whose deadline (on Redis's clock) has not passed, read to invalidate them: the time
+ * (µs) is noted for {@link INVALIDATED_AT}.
+ */
+export const INDEX_MEMBERS = {
+  numberOfKeys: 2,
+  args: ({ index, invalidatedAt, keptMs }: IndexMembersCall) =>
+    [index, invalidatedAt, wholeMs(keptMs)] as const,
+  lua: `${NOW_US}
+local indexKey, invalidatedAtKey = KEYS[1], KEYS[2]
+local keptMs = ARGV[1]
+
+local now = nowUs()
+redis.call('SET', invalidatedAtKey, string.format('%.0f', now), 'PX', keptMs)
+return redis.call('ZRANGEBYSCORE', indexKey, string.format('%.0f', math.floor(now / 1000)), '+inf')
 `,
 } satisfies RedisScript<IndexMembersCall>;
+
+export interface InvalidatedAtCall {
+  /** The key INDEX_MEMBERS notes the index's last invalidation in. */
+  readonly invalidatedAt: string;
+}
+
+/**
+ * Redis's clock now and the time the index was last invalidated, both in µs (-1: not within the
+ * time kept), from one node: the caller compares them with a duration it measured.
+ */
+export const INVALIDATED_AT = {
+  numberOfKeys: 1,
+  args: ({ invalidatedAt }: InvalidatedAtCall) => [invalidatedAt] as const,
+  lua: `${NOW_US}
+local invalidatedAtKey = KEYS[1]
+
+return {nowUs(), tonumber(redis.call('GET', invalidatedAtKey) or '-1') or -1}
+`,
+} satisfies RedisScript<InvalidatedAtCall>;

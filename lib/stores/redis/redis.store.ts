@@ -10,6 +10,7 @@ import {
   CORRUPT_ENTRY,
   type FillWatch,
   type HerdStore,
+  INVALIDATIONS_KEPT_MS,
   type InvalidationMode,
   type InvalidationResult,
   type KeyIndex,
@@ -43,6 +44,7 @@ import {
   EXTEND_LEASE,
   FILL,
   INDEX_MEMBERS,
+  INVALIDATED_AT,
   INVALIDATE,
   RELEASE_LEASE,
   SETTLE_READ,
@@ -441,10 +443,33 @@ export class RedisStore implements HerdStore {
   }
 
   async indexMembers(index: KeyIndex): Promise<string[]> {
-    const call = { index: this.#indexKey(index) };
+    const indexKey = this.#indexKey(index);
+    const call = {
+      index: indexKey,
+      invalidatedAt: invalidatedAtKey(indexKey),
+      keptMs: INVALIDATIONS_KEPT_MS,
+    };
     return this.#gate.run('index-members', undefined, () =>
       this.#client.herdGuardIndexMembers(...INDEX_MEMBERS.args(call)),
     );
+  }
+
+  /**
+   * See {@link HerdStore.invalidatedWithin}. `withinMs` is measured here and Redis's time is read
+   * with the last invalidation's, on the index's node: the call's own round trip (and the clock's
+   * millisecond here) widens it, so no clocks are compared. Longer than Redis keeps the time
+   * ({@link INVALIDATIONS_KEPT_MS}) cannot be told: `true`.
+   */
+  async invalidatedWithin(index: KeyIndex, withinMs: number): Promise<boolean> {
+    if (withinMs >= INVALIDATIONS_KEPT_MS) return true;
+    const call = { invalidatedAt: invalidatedAtKey(this.#indexKey(index)) };
+    const sentAt = performance.now();
+    const [nowUs, atUs] = await this.#gate.run('index-invalidated', undefined, () =>
+      this.#client.herdGuardInvalidatedAt(...INVALIDATED_AT.args(call)),
+    );
+    const widenedMs = withinMs + (performance.now() - sentAt) + 1;
+    if (widenedMs >= INVALIDATIONS_KEPT_MS) return true;
+    return atUs >= 0 && atUs >= nowUs - widenedMs * 1_000;
   }
 
   /**
@@ -677,6 +702,11 @@ export class RedisStore implements HerdStore {
 }
 
 /** A snapshot of a key known only by its envelope (the version is at least the envelope's). */
+/** Where the time of an index's last invalidation is kept: beside it, in its slot. */
+function invalidatedAtKey(indexKey: string): string {
+  return `${indexKey}:at`;
+}
+
 function snapshotOf(entry: Entry): StoreSnapshot {
   return { entry, version: entry.version };
 }
