@@ -286,6 +286,8 @@ export class FillProtocol {
       // Index the key under its tags first: a tag invalidated while the loader runs then fences it.
       const indexed = await this.#indexTags(key, request.tags, policy);
       const loadStartedAt = runtime.now();
+      // For ordering against invalidations: monotonic, whatever the wall clock does meanwhile.
+      const loadStartedAtMonotonic = performance.now();
       let loaded: LoadedValue<T>;
       try {
         const running = this.#runLoader(request, stale, lease, controller);
@@ -358,7 +360,7 @@ export class FillProtocol {
       // An invalidation of a tag recorded only now did not find this key: if one came since the
       // load began, the value may predate it and is not stored.
       const missed =
-        !unindexed && (await this.#invalidatedWhileLoading(key, lateTags, loadStartedAt));
+        !unindexed && (await this.#invalidatedWhileLoading(key, lateTags, loadStartedAtMonotonic));
       const now = runtime.now();
       const version = lease?.fence ?? request.cell.version;
       // What every pod will read back (this one too): a value that cannot be stored fails here.
@@ -382,9 +384,11 @@ export class FillProtocol {
       this.#backoff.recordSuccess(key);
       // Store (if the fence still holds), release and wake followers in one store step.
       let stored = false;
-      if (missed)
+      if (missed) {
         runtime.emit({ type: 'load-fenced', key, background: request.mode === 'background' });
-      else if (choice.cache && (!isNegative(entry) || chosen.negativeTtlMs > 0)) {
+        // The value this load was to replace (a refresh's) may be superseded too: not fresh any more.
+        if (stale !== undefined) await this.#expireAfterMissed(key);
+      } else if (choice.cache && (!isNegative(entry) || chosen.negativeTtlMs > 0)) {
         const outcome = await this.#store(key, entry, lease);
         leaseSettled = outcome !== 'failed';
         stored = outcome === 'stored' && lease !== undefined;
@@ -427,26 +431,36 @@ export class FillProtocol {
 
   /**
    * Whether a tag recorded only once the load ended (`tags`) was invalidated since the load began
-   * (`loadStartedAt`): that invalidation did not find the key. A store that cannot tell answers
-   * no; one that fails to answer counts as yes (nothing that may be superseded is shared).
+   * (`startedAt`, `performance.now()`): that invalidation did not find the key. A store that cannot
+   * tell answers no; one that fails to answer counts as yes (nothing that may be superseded is
+   * shared).
    */
   async #invalidatedWhileLoading(
     key: string,
     tags: readonly string[],
-    loadStartedAt: number,
+    startedAt: number,
   ): Promise<boolean> {
     const runtime = this.#runtime;
     const { store } = runtime;
     if (tags.length === 0 || store.invalidatedWithin === undefined) return false;
-    const withinMs = runtime.now() - loadStartedAt;
+    const withinMs = performance.now() - startedAt;
     try {
       const found = await Promise.all(
         tags.map((tag) => store.invalidatedWithin?.({ tag }, withinMs)),
       );
       return found.includes(true);
     } catch (error) {
-      runtime.emit({ type: 'store-error', operation: 'index-tag', key, error });
+      runtime.emit({ type: 'store-error', operation: 'tag-invalidated', key, error });
       return true;
+    }
+  }
+
+  /** Marks `key` stale after a load it could not store (see {@link #invalidatedWhileLoading}). */
+  async #expireAfterMissed(key: string): Promise<void> {
+    try {
+      await this.#runtime.store.invalidate(key, 'stale');
+    } catch (error) {
+      this.#runtime.emit({ type: 'store-error', operation: 'invalidate', key, error });
     }
   }
 

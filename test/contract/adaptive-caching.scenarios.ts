@@ -301,6 +301,30 @@ export function describeAdaptiveCaching(
       },
     );
 
+    it('marks the value a refresh was to replace stale when the tag its loader adds was invalidated during the refresh', async () => {
+      const { engines } = await launch({ count: 2, policy: { soft: '1h' } });
+      const [a, b] = engines;
+      await a!.getOrLoad('k', () => 'v0');
+      const gate = deferred();
+      let started = false;
+      const refreshed = a!.refresh('k', async (context: LoadContext<string>) => {
+        started = true;
+        await gate.promise;
+        context.setPolicy({ tags: ['row:1'] });
+        return 'v1';
+      });
+      await until(() => started, 5_000, 'the refresh to start');
+      await b!.deleteTag('row:1');
+      gate.resolve();
+      await refreshed;
+      expect((await a!.peek('k'))?.path).not.toBe('fresh');
+      await eventually(async () => (await b!.peek('k'))?.path !== 'fresh', 5_000, 'pod b');
+      const next = counted(() => 'v2');
+      await expect(b!.getOrLoad('k', next)).resolves.toBe('v0');
+      await eventually(async () => (await b!.peek('k'))?.value === 'v2', 5_000, 'the refresh');
+      expect(next.calls).toBe(1);
+    });
+
     it('fails the load of a loader that answers "unchanged" with no stale value, storing nothing', async () => {
       const { engines } = await launch({ count: 1 });
       const [engine] = engines;

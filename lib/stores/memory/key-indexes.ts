@@ -13,7 +13,10 @@ const FULL_SWEEP_INTERVAL_MS = 60_000;
 export class KeyIndexes {
   /** Index name -> member key -> until (epoch ms). */
   readonly #indexes = new Map<string, Map<string, number>>();
-  /** Index name -> when its members were last read for an invalidation (epoch ms). */
+  /**
+   * Tag index name -> when its members were last read for an invalidation (`performance.now()`:
+   * a duration measured by the engine is compared with it, whatever the wall clock does).
+   */
   readonly #invalidatedAt = new Map<string, number>();
   #sweptAt: number;
 
@@ -36,12 +39,18 @@ export class KeyIndexes {
     this.maybeSweep();
   }
 
-  /** The members of `index`, read for an invalidation: when is noted (see {@link invalidatedWithin}). */
+  /**
+   * The members of `index`, read for an invalidation: for a tag, when is noted (see
+   * {@link invalidatedWithin}).
+   */
   members(index: KeyIndex): string[] {
     const name = indexName(index);
     const now = this.now();
-    this.#invalidatedAt.delete(name);
-    this.#invalidatedAt.set(name, now);
+    if ('tag' in index) {
+      this.#invalidatedAt.delete(name);
+      this.#invalidatedAt.set(name, performance.now());
+      this.#sweepInvalidations();
+    }
     const members = this.#indexes.get(name);
     if (members === undefined) return [];
     this.#sweep(name, members, now);
@@ -55,7 +64,7 @@ export class KeyIndexes {
   invalidatedWithin(index: KeyIndex, withinMs: number): boolean {
     if (withinMs >= INVALIDATIONS_KEPT_MS) return true;
     const at = this.#invalidatedAt.get(indexName(index));
-    return at !== undefined && at >= this.now() - withinMs;
+    return at !== undefined && at >= performance.now() - withinMs;
   }
 
   /** Sweeps every index if the last full sweep is a minute old or more. */
@@ -64,16 +73,20 @@ export class KeyIndexes {
     if (now - this.#sweptAt < FULL_SWEEP_INTERVAL_MS) return;
     this.#sweptAt = now;
     for (const [name, members] of this.#indexes) this.#sweep(name, members, now);
-    // Oldest first (re-inserted when noted): stop at the first one still kept.
-    for (const [name, at] of this.#invalidatedAt) {
-      if (at > now - INVALIDATIONS_KEPT_MS) break;
-      this.#invalidatedAt.delete(name);
-    }
   }
 
   clear(): void {
     this.#indexes.clear();
     this.#invalidatedAt.clear();
+  }
+
+  /** Forgets invalidations older than kept: oldest first (re-inserted when noted). */
+  #sweepInvalidations(): void {
+    const keptFrom = performance.now() - INVALIDATIONS_KEPT_MS;
+    for (const [name, at] of this.#invalidatedAt) {
+      if (at > keptFrom) break;
+      this.#invalidatedAt.delete(name);
+    }
   }
 
   #sweep(name: string, members: Map<string, number>, now: number): void {

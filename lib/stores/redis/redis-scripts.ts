@@ -589,7 +589,7 @@ export interface IndexMembersCall {
   readonly index: string;
   /** When the index was last invalidated (a string key in the index's slot). */
   readonly invalidatedAt: string;
-  /** How long that time is kept. */
+  /** How long that time is kept; 0: not noted (an index of derived values). */
   readonly keptMs: number;
 }
 
@@ -614,7 +614,9 @@ local indexKey, invalidatedAtKey = KEYS[1], KEYS[2]
 local keptMs = ARGV[1]
 
 local now = nowUs()
-redis.call('SET', invalidatedAtKey, string.format('%.0f', now), 'PX', keptMs)
+if tonumber(keptMs) > 0 then
+  redis.call('SET', invalidatedAtKey, string.format('%.0f', now), 'PX', keptMs)
+end
 return redis.call('ZRANGEBYSCORE', indexKey, string.format('%.0f', math.floor(now / 1000)), '+inf')
 `,
 } satisfies RedisScript<IndexMembersCall>;

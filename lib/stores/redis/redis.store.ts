@@ -444,14 +444,18 @@ export class RedisStore implements HerdStore {
 
   async indexMembers(index: KeyIndex): Promise<string[]> {
     const indexKey = this.#indexKey(index);
+    // Only a tag's invalidation is asked about (invalidatedWithin); it is acknowledged by the
+    // replicas awaited, like the index it guards.
     const call = {
       index: indexKey,
       invalidatedAt: invalidatedAtKey(indexKey),
-      keptMs: INVALIDATIONS_KEPT_MS,
+      keptMs: 'tag' in index ? INVALIDATIONS_KEPT_MS : 0,
     };
-    return this.#gate.run('index-members', undefined, () =>
-      this.#client.herdGuardIndexMembers(...INDEX_MEMBERS.args(call)),
+    const read = await this.#gate.run('index-members', undefined, () =>
+      this.#acks.send('herdGuardIndexMembers', INDEX_MEMBERS.args(call)),
     );
+    if ('tag' in index) this.#acks.check('index-members', undefined, read.replicas);
+    return read.result;
   }
 
   /**
