@@ -33,7 +33,7 @@ export type {
   ReadPath,
 } from './core/events.js';
 export type { LoadTracer, WaitOutcome } from './core/load-tracer.js';
-export type { Fill, FillMode } from './core/fill-protocol.js';
+export type { Fill, FillMode } from './core/fill.js';
 export type { StatsSnapshot } from './core/stats.js';
 
 // Stores: the interface core defines, and the stores that implement it

@@ -1,6 +1,7 @@
 import type { EngineRuntime } from './engine-runtime.js';
 import { type Entry, isNewer } from './entry.js';
-import type { Fill, FillProtocol } from './fill-protocol.js';
+import type { Fill } from './fill.js';
+import type { FillProtocol } from './fill-protocol.js';
 import type { Loader } from './loader.js';
 import type { ResolvedPolicy } from './policy.js';
 import { type ReadResult, toResult } from './read-result.js';

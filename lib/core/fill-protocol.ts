@@ -18,12 +18,12 @@ import {
   newEntry,
   newestServable,
 } from './entry.js';
+import type { Fill, FillRequest } from './fill.js';
 import type { FillWatch, Lease } from './herd-store.interface.js';
-import type { FlightCell } from './key-flights.js';
 import { type LoadChoice, LoadChoices } from './load-choices.js';
 import { LoadDurations, MIN_STUCK_MS } from './load-durations.js';
 import { LoadScope } from './load-scope.js';
-import type { LoadContext, Loader } from './loader.js';
+import type { LoadContext } from './loader.js';
 import { type ResolvedPolicy, maxLifetimeMs } from './policy.js';
 import { storable } from './serializers.js';
 
@@ -34,44 +34,6 @@ export const RECHECK_INTERVAL_MS = 250;
 
 /** The shortest wait before extending a lease again after an extension failed. */
 const MIN_EXTEND_RETRY_MS = 50;
-
-/**
- * What a fill produced: an entry, and whether it comes from this load (then it is served even if
- * already expired).
- */
-export interface Fill {
-  readonly entry: Entry;
-  readonly loaded: boolean;
-  /** This load's value was written to the store under its lease: the key's value changed. */
-  readonly stored?: boolean;
-}
-
-/**
- * Why a fill runs, which decides what it may settle for while another process loads:
- * - `miss`: a caller with nothing fresh; takes a servable value found meanwhile.
- * - `background`: a refresh no caller waits for; the same, and its events say so.
- * - `input`: a value read by another key's loader; waits for a fresh value (never launders stale).
- * - `forced`: `refresh()`; takes over a running load and accepts only a value loaded after the
- * call.
- * - `warm`: `warm()`; accepts only a value loaded after the call, but waits for a running load.
- */
-export type FillMode = 'miss' | 'background' | 'input' | 'forced' | 'warm';
-
-export interface FillRequest<T> {
-  readonly key: string;
-  readonly loader: Loader<T>;
-  readonly policy: ResolvedPolicy;
-  /** The servable value this fill refreshes, if any. */
-  readonly stale: Entry | undefined;
-  readonly tags: readonly string[] | undefined;
-  readonly mode: FillMode;
-  /** The key's version the fill started from (what its first caller saw). */
-  readonly fromVersion: number;
-  /**
-   * Raised as the fill learns the key's version, so callers that saw a newer one do not join it.
-   */
-  readonly cell: FlightCell;
-}
 
 /** What a loader returned, what it read from the cache, and how it chose to cache its value. */
 interface LoadedValue<T> {

@@ -1,4 +1,4 @@
-import type { Fill, FillMode } from './fill-protocol.js';
+import type { Fill, FillMode } from './fill.js';
 import type { ReadPath } from './events.js';
 
 /** What a waiting caller was answered: the path, or the error it got. */

@@ -1,7 +1,7 @@
 import type { Attributes, Context, Link, Span, Tracer } from '@opentelemetry/api';
 import { isBornStale, isFresh } from '../core/entry.js';
 import type { HerdEvent } from '../core/events.js';
-import type { Fill, FillMode } from '../core/fill-protocol.js';
+import type { Fill, FillMode } from '../core/fill.js';
 import type { HerdEngine } from '../core/herd-engine.js';
 import type { LoadTracer, WaitOutcome } from '../core/load-tracer.js';
 import { keyAttribute } from './key-attribute.js';

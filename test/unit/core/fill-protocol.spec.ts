@@ -1,7 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { EngineRuntime } from '../../../lib/core/engine-runtime.js';
 import { type Entry, markedStale, newEntry } from '../../../lib/core/entry.js';
-import { type FillRequest, FillProtocol } from '../../../lib/core/fill-protocol.js';
+import type { FillRequest } from '../../../lib/core/fill.js';
+import { FillProtocol } from '../../../lib/core/fill-protocol.js';
 import { FlightCell } from '../../../lib/core/key-flights.js';
 import {
   type CachePolicy,
