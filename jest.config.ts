@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import type { Config } from 'jest';
 
 const config: Config = {
@@ -23,6 +24,9 @@ const config: Config = {
   },
   transformIgnorePatterns: ['^(?!.*/node_modules/cookie/).*/node_modules/'],
   testTimeout: 30_000,
+  // Most suites wait on redis-server processes, timers and sockets rather than the CPU: two
+  // workers even on a 2-CPU machine (Jest's default there is one), one per CPU but one beyond.
+  maxWorkers: Math.max(2, availableParallelism() - 1),
   globalSetup: '<rootDir>/test/global-setup.js',
 };
 
