@@ -113,13 +113,22 @@ export interface InputBounds {
 }
 
 /** What a new entry is made of. */
+/**
+ * The load time (ms) of a value loaded within one millisecond of the clock: a loaded value's load
+ * time is never 0, which marks a value written with set().
+ */
+export const SHORTEST_LOAD_MS = 0.001;
+
 export interface EntrySource<T> {
   readonly value: T;
   readonly policy: ResolvedPolicy;
   /** Random source for the TTL jitter. */
   readonly random: () => number;
-  /** When the load started: the data is at least that old, so TTLs count from there. */
-  readonly loadStartedAt: number;
+  /**
+   * When the load started: the data is at least that old, so TTLs count from there. `undefined` for
+   * a value written with set(), which carries no load time.
+   */
+  readonly loadStartedAt: number | undefined;
   readonly now: number;
   /** The key's version the value was loaded (or written) under. */
   readonly version: number;
@@ -140,7 +149,7 @@ export interface EntrySource<T> {
 export function newEntry<T>(source: EntrySource<T>): Entry<T> {
   const { value, policy, loadStartedAt, now, tags, inputs } = source;
   const negative = value === null || value === undefined;
-  const createdAt = Math.min(loadStartedAt, now);
+  const createdAt = loadStartedAt === undefined ? now : Math.min(loadStartedAt, now);
   const expiry = expiryFor(policy, createdAt, negative, source.random);
   const hardExpireAt = Math.min(
     expiry.hardExpireAt,
@@ -156,7 +165,9 @@ export function newEntry<T>(source: EntrySource<T>): Entry<T> {
       hardExpireAt,
     ),
     hardExpireAt,
-    loadMs: Math.max(0, now - loadStartedAt),
+    // 0 only for a written value: a load within one millisecond of the clock still counts as a load
+    // (how long loads of the key usually take, see LoadDurations).
+    loadMs: loadStartedAt === undefined ? 0 : Math.max(SHORTEST_LOAD_MS, now - loadStartedAt),
   };
   if (inputs?.untracked === true || source.unindexed === true) entry.invalidated = true;
   if (tags !== undefined && tags.length > 0) entry.tags = [...tags];

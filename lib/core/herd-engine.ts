@@ -229,7 +229,7 @@ export class HerdEngine {
       value: stored,
       policy,
       random,
-      loadStartedAt: now,
+      loadStartedAt: undefined,
       now,
       version: 0,
       tags: options.tags,

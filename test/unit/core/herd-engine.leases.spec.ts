@@ -1,5 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { type CachePolicy, HerdEngine, type LoadContext, MemoryStore } from '../../../lib/index.js';
+import { MIN_STUCK_MS } from '../../../lib/core/load-durations.js';
+import { ManualClock } from '../../helpers/clock.js';
 import { counted } from '../../helpers/counted.js';
 import { deferred, flush, sleep, until } from '../../helpers/deferred.js';
 import { memoryEngine } from '../../helpers/engine.js';
@@ -95,6 +97,36 @@ describe('HerdEngine leases across processes sharing one store', () => {
     for (const engine of engines)
       await expect(engine.getOrLoad('k', takeover)).resolves.toBe('taken over');
     expect(takeover.calls).toBe(1);
+    await Promise.all(engines.map((engine) => engine.close()));
+  }, 20_000);
+
+  it('takes a hung owner over after MIN_STUCK_MS when the key loads within the same millisecond of the clock', async () => {
+    // The clock of the entries stands still: a load is over within one of its milliseconds, as a
+    // load answered from memory or a fast query is on a real clock.
+    const clock = new ManualClock();
+    const store = new MemoryStore({ now: clock.now });
+    const policy: CachePolicy = { waitTimeout: '60s', leaseTtl: '10s' };
+    const engines = [0, 1].map(() => new HerdEngine({ store, policy, now: clock.now }));
+    const first = deferred<string>();
+    const herd = engines.map((engine) => engine.getOrLoad('k', () => first.promise));
+    await until(() => engines[1]!.stats().waits.started === 1);
+    first.resolve('v1');
+    await expect(Promise.all(herd)).resolves.toEqual(['v1', 'v1']);
+    await engines[0]!.delete('k');
+
+    const hung = deferred<string>();
+    const owned = engines[0]!.getOrLoad('k', () => hung.promise);
+    await until(() => engines[0]!.activity().loaders === 1);
+    const takeover = counted(() => 'taken over');
+    const startedAt = performance.now();
+    const followed = engines[1]!.getOrLoad('k', takeover);
+    // Without a usual load time the follower would wait the whole 60 s waitTimeout.
+    const answer = await Promise.race([followed, sleep(MIN_STUCK_MS + 10_000).then(() => 'none')]);
+    expect(answer).toBe('taken over');
+    expect(performance.now() - startedAt).toBeGreaterThanOrEqual(MIN_STUCK_MS - 50);
+    expect(takeover.calls).toBe(1);
+    await expect(owned).resolves.toBe('taken over');
+    hung.resolve('late');
     await Promise.all(engines.map((engine) => engine.close()));
   }, 20_000);
 
