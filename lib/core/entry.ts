@@ -45,7 +45,10 @@ export interface Entry<T = unknown> {
   readonly createdAt: number;
   readonly softExpireAt: number;
   readonly hardExpireAt: number;
-  /** How long the load took, in ms (the `delta` of probabilistic early refresh). */
+  /**
+   * How long the load took, in ms (the `delta` of probabilistic early refresh); 0 for a value
+   * written with set(), at least {@link SHORTEST_LOAD_MS} for a loaded one.
+   */
   readonly loadMs: number;
   /** Tags the value was stored with, for group invalidation. */
   readonly tags?: readonly string[];
@@ -112,13 +115,13 @@ export interface InputBounds {
   readonly untracked: boolean;
 }
 
-/** What a new entry is made of. */
 /**
  * The load time (ms) of a value loaded within one millisecond of the clock: a loaded value's load
  * time is never 0, which marks a value written with set().
  */
 export const SHORTEST_LOAD_MS = 0.001;
 
+/** What a new entry is made of. */
 export interface EntrySource<T> {
   readonly value: T;
   readonly policy: ResolvedPolicy;
