@@ -18,7 +18,7 @@
  */
 import { type CachePolicy, HerdEngine, type HerdStore, MemoryStore } from '../../lib/index.js';
 import { RedisStore } from '../../lib/redis.js';
-import { openTelemetry } from './otel-sdk.js';
+import { OtelContext, openTelemetry } from './otel-sdk.js';
 
 import {
   type PeerFactory,
@@ -49,8 +49,19 @@ export class HerdGuardPod implements PeerPod, PeerInvalidation {
     readonly engine: HerdEngine,
     readonly store: HerdStore,
     shared: boolean,
+    /** The SDK's context manager of an OpenTelemetry pod, on while the pod is open or entered. */
+    readonly otel?: OtelContext,
   ) {
     this.invalidation = shared ? this : undefined;
+    otel?.on();
+  }
+
+  enter(): void {
+    this.otel?.on();
+  }
+
+  leave(): void {
+    this.otel?.off();
   }
 
   get(key: string, loader: PeerLoader, ttl: PeerTtl): Promise<string> {
@@ -75,6 +86,7 @@ export class HerdGuardPod implements PeerPod, PeerInvalidation {
   async close(): Promise<void> {
     await this.engine.close();
     await this.store.close();
+    this.otel?.off();
   }
 }
 
@@ -112,8 +124,9 @@ export function createHerdGuardPeer(options: HerdGuardPeerOptions): PeerFactory 
         store = new MemoryStore();
       }
       const engine = new HerdEngine({ store, policy: options.policy });
-      if (options.otel === true) openTelemetry(engine);
-      return new HerdGuardPod(engine, store, options.store === 'redis');
+      if (options.otel !== true) return new HerdGuardPod(engine, store, options.store === 'redis');
+      openTelemetry(engine);
+      return new HerdGuardPod(engine, store, options.store === 'redis', new OtelContext());
     },
   };
 }

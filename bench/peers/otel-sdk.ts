@@ -39,15 +39,48 @@ class IdleReader extends MetricReader {
 
 let registered = false;
 
-/** Registers the SDK once per process. */
-export function registerOtelSdk(): void {
+/** Registers the SDK's tracer and meter providers once per process (they cost a hit nothing). */
+function registerProviders(): void {
   if (registered) return;
   registered = true;
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   trace.setGlobalTracerProvider(
     new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(new DroppingExporter())] }),
   );
   metrics.setGlobalMeterProvider(new MeterProvider({ readers: [new IdleReader()] }));
+}
+
+/**
+ * The SDK's context manager, on only while an OpenTelemetry contender is measured: its
+ * AsyncLocalStorage installs process-wide promise hooks (on Node 20) that every promise of every
+ * contender would pay for, about 100 ns per awaited call.
+ */
+const contextManager = new AsyncLocalStorageContextManager();
+let contextUsers = 0;
+
+/** Switches the SDK's context manager on for one user (a pod), and off when no user is left. */
+export class OtelContext {
+  #on = false;
+
+  on(): void {
+    if (this.#on) return;
+    this.#on = true;
+    registerProviders();
+    contextUsers += 1;
+    if (contextUsers === 1) {
+      context.setGlobalContextManager(contextManager.enable());
+      // An app's SDK runs every request in a context (its HTTP instrumentation), which leaves the
+      // AsyncLocalStorage enabled from the first one on: so here.
+      context.with(context.active(), () => undefined);
+    }
+  }
+
+  off(): void {
+    if (!this.#on) return;
+    this.#on = false;
+    contextUsers -= 1;
+    // Disables the manager (its AsyncLocalStorage, so the promise hooks go) and unregisters it.
+    if (contextUsers === 0) context.disable();
+  }
 }
 
 /** herd-guard's OpenTelemetry on `engine`, as the module opens it (tracing and metrics by default). */
@@ -55,6 +88,6 @@ export function openTelemetry(
   engine: HerdEngine,
   options: { readonly tracing?: boolean; readonly metrics?: boolean } = {},
 ): Telemetry {
-  registerOtelSdk();
+  registerProviders();
   return new Telemetry(api, engine, options, { cacheName: 'bench', namespace: undefined });
 }

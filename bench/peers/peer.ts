@@ -42,6 +42,13 @@ export interface PeerPod {
   readonly invalidation?: PeerInvalidation;
   /** Releases every handle the pod holds (sockets, timers) so that the process can exit by itself. */
   close(): Promise<void>;
+  /**
+   * For a scenario that measures pods of several peers in turns (S5): switches on, for this pod's
+   * turn, what it changes in the whole process (an OpenTelemetry context manager); `leave()` undoes
+   * it. Open pods are entered until left once.
+   */
+  enter?(): void;
+  leave?(): void;
 }
 
 /** What a pod answered one read with. */

@@ -74,6 +74,9 @@ interface HitSubject {
   readonly reference: boolean;
   readonly get: () => Promise<unknown>;
   readonly close: () => Promise<void>;
+  /** Around each of its windows: what the subject changes in the whole process (see PeerPod). */
+  readonly enter?: () => void;
+  readonly leave?: () => void;
 }
 
 type Mode = 'sequential' | 'concurrent';
@@ -104,6 +107,8 @@ export const s5HitPath: Scenario = {
     const opened: HitSubject[] = [];
     try {
       for (const open of subjects(context)) opened.push(await open());
+      // Each subject is measured with only its own process-wide changes in place.
+      for (const subject of opened) subject.leave?.();
       // Measured with this process and redis-server on one CPU (see harness/cpu-affinity.ts).
       const unpin = await context.pinToOneCpu();
       let sequential: Map<string, Measurement>;
@@ -142,13 +147,16 @@ async function measureMode(
   const callers = CALLERS[mode];
   const rounds = new Map<string, number[]>(subjects.map((subject) => [subject.name, []]));
   const counted = new Map(subjects.map((subject) => [subject.name, { commands: 0, ops: 0 }]));
-  for (const subject of subjects) await throughput(subject.get, callers, windows.warmupMs);
+  for (const subject of subjects)
+    await inTurn(subject, () => throughput(subject.get, callers, windows.warmupMs));
   collectGarbage();
   for (let round = 0; round < windows.rounds; round++) {
     context.progress(`S5 ${mode} round ${round + 1} of ${windows.rounds}`);
     for (const subject of subjects) {
       const before = await context.redisCommands();
-      const { ops, opsPerSecond } = await throughput(subject.get, callers, windows.throughputMs);
+      const { ops, opsPerSecond } = await inTurn(subject, () =>
+        throughput(subject.get, callers, windows.throughputMs),
+      );
       const sent = total(commandDelta(before, await context.redisCommands()));
       rounds.get(subject.name)!.push(opsPerSecond);
       counted.get(subject.name)!.commands += sent;
@@ -157,7 +165,9 @@ async function measureMode(
   }
   const measured = new Map<string, Measurement>();
   for (const subject of subjects) {
-    const latency = await timedCalls(subject.get, callers, windows.latencyMs);
+    const latency = await inTurn(subject, () =>
+      timedCalls(subject.get, callers, windows.latencyMs),
+    );
     const { commands, ops } = counted.get(subject.name)!;
     measured.set(subject.name, {
       opsPerSecond: median(rounds.get(subject.name)!),
@@ -169,6 +179,16 @@ async function measureMode(
     });
   }
   return measured;
+}
+
+/** Runs one window of `subject` with its process-wide changes in place, and only then. */
+async function inTurn<T>(subject: HitSubject, measure: () => Promise<T>): Promise<T> {
+  subject.enter?.();
+  try {
+    return await measure();
+  } finally {
+    subject.leave?.();
+  }
 }
 
 function subjects(context: ScenarioContext): Array<() => Promise<HitSubject>> {
@@ -206,6 +226,8 @@ function subjects(context: ScenarioContext): Array<() => Promise<HitSubject>> {
       reference: false,
       get: () => pod.get(KEY, loader, TTL),
       close: () => pod.close(),
+      enter: () => pod.enter?.(),
+      leave: () => pod.leave?.(),
     };
   });
   return [...references, ...contenders];

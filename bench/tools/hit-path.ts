@@ -8,8 +8,10 @@
  *   engine         HerdEngine.getOrLoad over the RedisStore (per-call options written inline)
  *   engine-strict  the same over a RedisStore with nearCache: false (every hit reads Redis)
  *   engine-memory  HerdEngine.getOrLoad over a MemoryStore
- *   engine-memory+tracing  the same with OpenTelemetry tracing on (an SDK registered)
- *   engine-memory+otel     the same with OpenTelemetry tracing and metrics on
+ *   engine-memory+sdk      the same in an app with an OpenTelemetry SDK (its context manager on),
+ *                          herd-guard's telemetry off
+ *   engine-memory+tracing  the same with herd-guard's OpenTelemetry tracing on
+ *   engine-memory+otel     the same with herd-guard's OpenTelemetry tracing and metrics on
  *
  *   npx tsc -p tsconfig.bench.json
  *   taskset -c 1 node .bench-build/bench/tools/hit-path.js --mode seq
@@ -23,7 +25,7 @@ import { Redis } from 'ioredis';
 import { decodeEntry, HerdEngine, MemoryStore } from '../../lib/index.js';
 import { RedisStore } from '../../lib/redis.js';
 import { RedisServer } from '../../test/helpers/redis-server.js';
-import { openTelemetry } from '../peers/otel-sdk.js';
+import { OtelContext, openTelemetry } from '../peers/otel-sdk.js';
 import { hitLoop } from './hit-loop.js';
 
 const args = process.argv.slice(2);
@@ -45,7 +47,8 @@ const strictStore = new RedisStore({ url: server.url, namespace: 'hp', nearCache
 await strictStore.ready();
 const strict = new HerdEngine({ store: strictStore });
 const memory = new HerdEngine({ store: new MemoryStore() });
-// The same with OpenTelemetry on (an SDK registered): tracing only, and tracing with metrics.
+// In an app with an OpenTelemetry SDK: herd-guard's telemetry off, tracing only, tracing and metrics.
+const withSdkOnly = new HerdEngine({ store: new MemoryStore() });
 const traced = new HerdEngine({ store: new MemoryStore() });
 openTelemetry(traced, { metrics: false });
 const observed = new HerdEngine({ store: new MemoryStore() });
@@ -53,7 +56,7 @@ openTelemetry(observed);
 const loader = async (): Promise<string> => 'x'.repeat(64);
 // Options written inline, a new object per call, as application code does.
 await engine.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } });
-for (const inMemory of [memory, traced, observed])
+for (const inMemory of [memory, withSdkOnly, traced, observed])
   await inMemory.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } });
 const raw = new Redis(server.url, { lazyConnect: true });
 await raw.connect();
@@ -68,6 +71,8 @@ const subjects: Record<string, () => Promise<unknown>> = {
     strict.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } }),
   'engine-memory': () =>
     memory.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } }),
+  'engine-memory+sdk': () =>
+    withSdkOnly.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } }),
   'engine-memory+tracing': () =>
     traced.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } }),
   'engine-memory+otel': () =>
@@ -79,11 +84,23 @@ const chosen = Object.entries(subjects).filter(
 
 const perOp = new Map<string, number[]>(chosen.map(([name]) => [name, []]));
 let totalOps = 0;
-for (const [, get] of chosen) await hitLoop(get, callers, 300);
+// The SDK's context manager (process-wide promise hooks) is on only in the windows of the subjects
+// that use OpenTelemetry, as an app without an SDK would not have it.
+const withSdk = new Set(['engine-memory+sdk', 'engine-memory+tracing', 'engine-memory+otel']);
+const sdkContext = new OtelContext();
+const inTurn = async (name: string, measure: () => Promise<number>): Promise<number> => {
+  if (withSdk.has(name)) sdkContext.on();
+  try {
+    return await measure();
+  } finally {
+    sdkContext.off();
+  }
+};
+for (const [name, get] of chosen) await inTurn(name, () => hitLoop(get, callers, 300));
 for (let round = 0; round < rounds; round++) {
   for (const [name, get] of chosen) {
     const startedAt = performance.now();
-    const ops = await hitLoop(get, callers, windowMs);
+    const ops = await inTurn(name, () => hitLoop(get, callers, windowMs));
     totalOps += ops;
     perOp.get(name)!.push(((performance.now() - startedAt) * 1000) / ops);
   }
@@ -106,6 +123,7 @@ console.log(`measured ops (all subjects, excluding warm-up): ${totalOps}`);
 await engine.close();
 await strict.close();
 await memory.close();
+await withSdkOnly.close();
 await traced.close();
 await observed.close();
 await store.close();
