@@ -8,6 +8,8 @@
  *   engine         HerdEngine.getOrLoad over the RedisStore (per-call options written inline)
  *   engine-strict  the same over a RedisStore with nearCache: false (every hit reads Redis)
  *   engine-memory  HerdEngine.getOrLoad over a MemoryStore
+ *   engine-memory-hoisted  the same with one options object made once (inline: a new one per call)
+ *   engine-memory-alloc    the same as hoisted, making (and dropping) an options object per call
  *   engine-memory+sdk      the same in an app with an OpenTelemetry SDK (its context manager on),
  *                          herd-guard's telemetry off
  *   engine-memory+tracing  the same with herd-guard's OpenTelemetry tracing on
@@ -54,6 +56,9 @@ openTelemetry(traced, { metrics: false });
 const observed = new HerdEngine({ store: new MemoryStore() });
 openTelemetry(observed);
 const loader = async (): Promise<string> => 'x'.repeat(64);
+const hoisted = { policy: { soft: 600_000, hard: 3_600_000 } };
+/** Where engine-memory-alloc drops its options object (so the allocation is not optimised away). */
+export let dropped: unknown;
 // Options written inline, a new object per call, as application code does.
 await engine.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } });
 for (const inMemory of [memory, withSdkOnly, traced, observed])
@@ -71,6 +76,11 @@ const subjects: Record<string, () => Promise<unknown>> = {
     strict.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } }),
   'engine-memory': () =>
     memory.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } }),
+  'engine-memory-hoisted': () => memory.getOrLoad('k', loader, hoisted),
+  'engine-memory-alloc': () => {
+    dropped = { policy: { soft: 600_000, hard: 3_600_000 } };
+    return memory.getOrLoad('k', loader, hoisted);
+  },
   'engine-memory+sdk': () =>
     withSdkOnly.getOrLoad('k', loader, { policy: { soft: 600_000, hard: 3_600_000 } }),
   'engine-memory+tracing': () =>
