@@ -7,6 +7,7 @@ import { type BurstResult } from '../harness/pod-runner.js';
 import { int, ms, ratio, signedMs, type Table } from '../harness/markdown.js';
 import { mean, summarize, type Summary } from '../harness/stats.js';
 import { epochMs, sleep } from '../harness/time.js';
+import { profiled } from '../harness/herd-profile.js';
 import { HERD_GUARD_MEMORY, HERD_GUARD_REDIS } from '../contenders.js';
 import { type PeerFactory, type PeerTtl } from '../peers/peer.js';
 import {
@@ -109,7 +110,7 @@ async function measure(
     const warmupCalls = (await cluster.takeLoaderCalls()).count;
     await cluster.collectGarbage();
     const commandsBefore = await context.redisCommands();
-    const results = await herd(KEY);
+    const results = await profiled(`${config.id}-${contender.name}`, () => herd(KEY));
     const endedAt = epochMs();
     // Background refreshes (stale-while-revalidate) finish after the callers have their answer.
     await sleep(settleMs);
