@@ -171,7 +171,7 @@ export class HerdEngine {
       options.now ?? Date.now,
       options.random ?? Math.random,
     );
-    this.#invalidation = new Invalidation(this.store);
+    this.#invalidation = new Invalidation(this.store, (keys) => this.#runtime.flights.detach(keys));
     this.#fills = new FillProtocol(this.#runtime, (key) => this.#invalidation.delete(key));
     this.#refresh = new BackgroundRefresh(this.#runtime, this.#fills);
   }

@@ -25,9 +25,16 @@ export const INVALIDATION_CONCURRENCY = 64;
  */
 export class Invalidation {
   readonly #store: HerdStore;
+  readonly #landed: (keys: readonly string[] | 'all') => void;
 
-  constructor(store: HerdStore) {
+  /**
+   * `landed` is told of each key (or of every key, for a clear) once its write or invalidation has
+   * ended, applied or not: a read that starts after it must not be answered by a load that began
+   * before it.
+   */
+  constructor(store: HerdStore, landed: (keys: readonly string[] | 'all') => void = () => {}) {
     this.#store = store;
+    this.#landed = landed;
   }
 
   /**
@@ -45,21 +52,22 @@ export class Invalidation {
       (entry.tags ?? []).map((tag) => store.addToIndex({ tag }, key, ttlMs)),
     );
     const [index, written] = await Promise.allSettled([indexed, store.set(key, entry)]);
+    this.#landed([key]);
     if (written.status === 'rejected') throw written.reason;
-    if (index.status === 'rejected') await store.invalidate(key, 'stale');
+    if (index.status === 'rejected') await this.#invalidate(key, 'stale');
     await this.#cascade([key], 'stale');
     if (index.status === 'rejected') throw index.reason;
   }
 
   /** Marks `key` and its dependents stale; true when `key` held a value. */
   async expire(key: string): Promise<boolean> {
-    const { existed } = await this.#store.invalidate(key, 'stale');
+    const { existed } = await this.#invalidate(key, 'stale');
     await this.#cascade([key], 'stale');
     return existed;
   }
 
   async delete(key: string): Promise<boolean> {
-    const { existed } = await this.#store.invalidate(key, 'delete');
+    const { existed } = await this.#invalidate(key, 'delete');
     await this.#cascade([key], 'delete');
     return existed;
   }
@@ -101,7 +109,11 @@ export class Invalidation {
         `the ${this.#store.name} store cannot clear(): use a store that implements HerdStore.clear`,
       );
     }
-    await this.#store.clear(storeMode);
+    try {
+      await this.#store.clear(storeMode);
+    } finally {
+      this.#landed('all');
+    }
   }
 
   /** Invalidates, breadth first, every key derived from `roots` (each once, cycles included). */
@@ -118,8 +130,16 @@ export class Invalidation {
   }
 
   async #invalidateAll(keys: readonly string[], mode: InvalidationMode): Promise<number> {
-    const results = await inBatches(keys, (key) => this.#store.invalidate(key, mode));
+    const results = await inBatches(keys, (key) => this.#invalidate(key, mode));
     return results.filter((result) => result.existed).length;
+  }
+
+  async #invalidate(key: string, mode: InvalidationMode): Promise<{ existed: boolean }> {
+    try {
+      return await this.#store.invalidate(key, mode);
+    } finally {
+      this.#landed([key]);
+    }
   }
 }
 

@@ -106,6 +106,17 @@ export class KeyFlights {
     return this.#flights.run(key, run, limits);
   }
 
+  /**
+   * Callers from now on start a new flight of each key (of every key for `'all'`): a write or an
+   * invalidation of it has landed since the running one began. That one goes on for its callers.
+   */
+  detach(keys: readonly string[] | 'all'): void {
+    for (const key of keys === 'all' ? [...this.#cells.keys()] : keys) {
+      if (!this.#cells.delete(key)) continue;
+      this.#flights.forget(key);
+    }
+  }
+
   #running(key: string): FlightCell | undefined {
     const cell = this.#cells.get(key);
     return cell !== undefined && this.#flights.has(key) ? cell : undefined;

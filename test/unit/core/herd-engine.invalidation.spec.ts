@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { HerdEngine, type HerdStore, MemoryStore } from '../../../lib/index.js';
 import { counted } from '../../helpers/counted.js';
 import { deferred, flush, until } from '../../helpers/deferred.js';
 import { memoryEngine, staleWithRefreshInFlight } from '../../helpers/engine.js';
@@ -61,5 +62,47 @@ describe('HerdEngine writes and invalidations', () => {
     const after = await engine.read('k', () => 'row read after the update');
     expect(after.path).toBe('stale');
     await expect(after.revalidated).resolves.toMatchObject({ value: 'row read after the update' });
+  });
+});
+
+describe('HerdEngine: a read after a write or invalidation landed, while the store cannot be read', () => {
+  /** A memory store whose reads fail while `down` is set (a stalled or cut connection). */
+  function flakyReads(): { store: HerdStore; down: { on: boolean } } {
+    const down = { on: false };
+    const inner = new MemoryStore();
+    const store = new Proxy(inner, {
+      get(target, property, receiver) {
+        if (property === 'get') {
+          return (key: string) =>
+            down.on ? Promise.reject(new Error('connection stalled')) : target.get(key);
+        }
+        const value: unknown = Reflect.get(target, property, receiver);
+        return typeof value === 'function'
+          ? (value as (...args: unknown[]) => unknown).bind(target)
+          : value;
+      },
+    });
+    return { store, down };
+  }
+
+  it.each([
+    ['delete', (engine: HerdEngine) => engine.delete('k')],
+    ['expire', (engine: HerdEngine) => engine.expire('k')],
+    ['set', (engine: HerdEngine) => engine.set('k', 'written')],
+    ['deleteTag', (engine: HerdEngine) => engine.deleteTag('t')],
+    ['clear', (engine: HerdEngine) => engine.clear()],
+  ])('is not answered by a load that began before %s()', async (_name, invalidate) => {
+    const { store, down } = flakyReads();
+    const engine = new HerdEngine({ store });
+    const gate = deferred<string>();
+    const before = engine.getOrLoad('k', () => gate.promise, { tags: ['t'] });
+    await until(() => engine.activity().loaders === 1);
+    await invalidate(engine);
+    down.on = true;
+    const after = engine.getOrLoad('k', () => 'loaded after', { tags: ['t'] });
+    gate.resolve('loaded before');
+    await expect(before).resolves.toBe('loaded before');
+    await expect(after).resolves.not.toBe('loaded before');
+    await engine.close();
   });
 });
