@@ -15,6 +15,8 @@ interface BackoffState {
 export interface BackoffDelays {
   readonly initialMs: number;
   readonly maxMs: number;
+  /** Failures of the key another process recorded before (the delay grows cluster-wide). */
+  readonly failuresBefore?: number;
 }
 
 /**
@@ -52,7 +54,7 @@ export class Backoff {
     version: number,
     delays: BackoffDelays,
   ): { delayMs: number; failures: number } {
-    const failures = (this.#states.get(key)?.failures ?? 0) + 1;
+    const failures = Math.max(this.#states.get(key)?.failures ?? 0, delays.failuresBefore ?? 0) + 1;
     const ceiling = Math.min(delays.maxMs, delays.initialMs * 2 ** Math.min(failures - 1, 30));
     const delayMs = Math.round(ceiling / 2 + (ceiling / 2) * this.random());
     this.#states.set(key, { failures, retryAt: now + delayMs, version });

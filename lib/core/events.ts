@@ -25,6 +25,12 @@ export type HerdEvent =
    * emitted for `refresh()`.
    */
   | { readonly type: 'lease-takeover'; readonly key: string }
+  /**
+   * A follower deemed the lease holder stuck, but the hedge budget refused the takeover: the hedges
+   * running already make up their share of the loads (the whole backend is slow, not one holder).
+   * It keeps waiting for the holder.
+   */
+  | { readonly type: 'hedge-refused'; readonly key: string }
   /** A follower started waiting for another process's fill. */
   | { readonly type: 'wait'; readonly key: string }
   | { readonly type: 'wait-timeout'; readonly key: string; readonly waitedMs: number }

@@ -1,7 +1,7 @@
 import { ClosedError } from '../errors/closed.error.js';
 import { HerdGuardError } from '../errors/herd-guard.error.js';
 import { LoaderFailedError } from '../errors/loader-failed.error.js';
-import { isLoaderFailure } from '../errors/loader-failure.js';
+import { isLoaderFailure, isPerCallerAnswer } from '../errors/loader-failure.js';
 import { LoadFencedError } from '../errors/load-fenced.error.js';
 import { LoaderTimeoutError } from '../errors/loader-timeout.error.js';
 import { SerializationError } from '../errors/serialization.error.js';
@@ -19,7 +19,15 @@ import {
   newestServable,
 } from './entry.js';
 import type { Fill, FillRequest } from './fill.js';
-import type { FillWatch, Lease } from './herd-store.interface.js';
+import { Hedges } from './hedge-budget.js';
+import {
+  type FillWatch,
+  type Lease,
+  type LeaseEnd,
+  type LoadOutcome,
+  passLease,
+  type SharedFailure,
+} from './herd-store.interface.js';
 import { type LoadChoice, LoadChoices } from './load-choices.js';
 import { LoadDurations, MIN_STUCK_MS } from './load-durations.js';
 import { LoadScope } from './load-scope.js';
@@ -35,6 +43,18 @@ export const RECHECK_INTERVAL_MS = 250;
 /** The shortest wait before extending a lease again after an extension failed. */
 const MIN_EXTEND_RETRY_MS = 50;
 
+/** A follower the hedge budget refused asks again after this long. */
+const HEDGE_ASK_AGAIN_MS = 1_000;
+
+/**
+ * The longest a pass (hit-for-miss) holds: the policy's soft TTL, at most this (Varnish's built-in
+ * hit-for-miss lasts 2 minutes).
+ */
+export const PASS_MAX_MS = 120_000;
+
+/** The longest loader error message shared with the cluster. */
+const SHARED_MESSAGE_MAX = 1_000;
+
 /** What a loader returned, what it read from the cache, and how it chose to cache its value. */
 interface LoadedValue<T> {
   readonly value: T;
@@ -42,10 +62,33 @@ interface LoadedValue<T> {
   readonly choice: LoadChoice;
 }
 
-type LeaseOutcome =
-  | { readonly kind: 'owner'; readonly lease: Lease; readonly current: Entry | undefined }
-  | { readonly kind: 'contended'; readonly current: Entry | undefined; readonly version: number }
+type LeaseTry =
+  | {
+      readonly kind: 'owner';
+      readonly lease: Lease;
+      readonly current: Entry | undefined;
+      /** Failures of the key's loads recorded before this grant (see LeaseAttempt.outcome). */
+      readonly failures: number;
+    }
+  | {
+      readonly kind: 'contended';
+      readonly current: Entry | undefined;
+      readonly version: number;
+      /** How the key's last load ended, held in its lease's place. */
+      readonly outcome?: LoadOutcome;
+    }
   | { readonly kind: 'unreachable' };
+
+/** A lease a fill was granted, and what came with it. */
+interface Grant {
+  readonly lease: Lease;
+  /** What the key held when the lease was granted. */
+  readonly current: Entry | undefined;
+  /** Failures of the key's loads recorded before this grant, cluster-wide. */
+  readonly failures: number;
+  /** The hedge this load is (a takeover of a holder deemed stuck). */
+  readonly hedge: string | undefined;
+}
 
 /**
  * The fill and lease protocol: one fill of a key per process at a time (inside its flight) takes
@@ -69,11 +112,14 @@ export class FillProtocol {
   readonly #loaders = new Map<AbortController, string>();
   /** How long loads of each key usually take: when a lease holder counts as stuck. */
   readonly #durations = new LoadDurations();
+  /** The budget takeovers of stuck holders run under. */
+  readonly #hedges: Hedges;
 
   constructor(runtime: EngineRuntime, onGone: (key: string) => Promise<unknown>) {
     this.#runtime = runtime;
     this.#onGone = onGone;
     this.#backoff = new Backoff(runtime.random);
+    this.#hedges = new Hedges(runtime, () => this.#loaders.size);
   }
 
   run<T>(request: FillRequest<T>): Promise<Fill> {
@@ -144,37 +190,44 @@ export class FillProtocol {
       let holder: { version: number; since: number } | undefined;
       /**
        * Set when the holder made no progress within waitTimeout: the next attempt takes its lease
-       * over.
+       * over, as the hedge `hedge` the budget granted.
        */
-      let takeoverFrom: number | undefined;
+      let takeover: { from: number; hedge: string } | undefined;
       /**
        * The holder a takeover was tried from (once per holder; a rescuer is not taken over as
        * stuck).
        */
       let triedFrom: number | undefined;
+      /** When the hedge budget, having refused, is asked again. */
+      let hedgeAskAt = 0;
       for (;;) {
         // A fill still running when the engine closed must not start a load (or take a lease).
         if (runtime.closed) throw new ClosedError(key);
-        let outcome = await this.#tryLease(request, takeoverFrom);
-        takeoverFrom = undefined;
+        let outcome = await this.#tryLease(request, takeover?.from);
+        const hedge = takeover?.hedge;
+        takeover = undefined;
         if (outcome.kind === 'unreachable') {
           // Check: nothing to coordinate with, so load here (coalesced in this process only).
-          // Unless
-          // a holder was seen and the store is not deemed down: one failed re-check (a slow reply)
-          // is no reason to load beside a holder that may well be loading.
+          // Unless a holder was seen and the store is not deemed down: one failed re-check (a slow
+          // reply) is no reason to load beside a holder that may well be loading.
           if (holder === undefined || runtime.store.health().breaker === 'open') {
-            return await this.#load(request, undefined, undefined);
+            return await this.#load(request, undefined);
           }
           outcome = { kind: 'contended', current: undefined, version: holder.version };
         }
         // Lock: this caller owns the fill.
-        if (outcome.kind === 'owner')
-          return await this.#load(request, outcome.lease, outcome.current);
+        if (outcome.kind === 'owner') {
+          const { lease, current, failures } = outcome;
+          return await this.#load(request, { lease, current, failures, hedge });
+        }
         // Contended: someone else loads. Settle for what this request accepts, or wait for the
         // fill.
         runtime.emit({ type: 'lease-contended', key });
         const usable = this.#usable(request, outcome.current);
         if (usable !== undefined) return { entry: usable, loaded: false };
+        // The key's last load ended without a value to store: take its answer, or load beside.
+        const after = this.#afterOutcome(request, outcome.outcome, waiting);
+        if (after !== undefined) return await after;
         if (!waiting) runtime.emit({ type: 'wait', key });
         waiting = true;
         const now = performance.now();
@@ -183,26 +236,37 @@ export class FillProtocol {
         // A holder is stuck once it loads far longer than loads of this key usually take (at most
         // waitTimeout, see LoadDurations).
         const stuckAt = holder.since + this.#durations.stuckAfterMs(key, policy.waitTimeoutMs);
-        if (now >= stuckAt && triedFrom !== holder.version) {
-          // The holder is stuck: take its lease over. The compare-and-set on its version lets one
-          // caller in the cluster win; the others then wait for that one, and a lease taken over
-          // this way is not taken over again (a slow load is replaced once).
-          takeoverFrom = triedFrom = holder.version;
-          continue;
+        if (now >= stuckAt && triedFrom !== holder.version && now >= hedgeAskAt) {
+          // The holder is stuck: take its lease over, if the hedge budget allows (a backend slow for
+          // every key spends it at once). The compare-and-set on its version lets one caller in the
+          // cluster win; the others then wait for that one, and a lease taken over this way is not
+          // taken over again (a slow load is replaced once).
+          const granted = await this.#hedges.take(key);
+          if (granted !== undefined) {
+            takeover = { from: holder.version, hedge: granted };
+            triedFrom = holder.version;
+            continue;
+          }
+          hedgeAskAt = now + HEDGE_ASK_AGAIN_MS;
         }
         // The owner's notification wakes us; the store is re-checked anyway (a notification is a
         // hint).
-        const nextDeadline = triedFrom === holder.version ? giveUpAt : stuckAt;
-        const timeoutMs = Math.min(nextDeadline - now, policy.leaseTtlMs, RECHECK_INTERVAL_MS);
+        const nextDeadline =
+          triedFrom === holder.version ? giveUpAt : Math.max(stuckAt, hedgeAskAt);
+        const timeoutMs = Math.max(
+          1,
+          Math.min(nextDeadline - now, policy.leaseTtlMs, RECHECK_INTERVAL_MS),
+        );
         if (await watch.next(timeoutMs)) {
           const seen = await runtime.storeGet(key);
           // An answer older than what the store already told this fill is a copy that a late
           // notification brought (or a fallback): not the fill being waited for.
-          const filled =
-            seen.version < request.cell.version
-              ? undefined
-              : this.#usable(request, runtime.decoded(key, seen.entry));
-          if (filled !== undefined) return { entry: filled, loaded: false };
+          if (seen.version >= request.cell.version) {
+            const filled = this.#usable(request, runtime.decoded(key, seen.entry));
+            if (filled !== undefined) return { entry: filled, loaded: false };
+            const after = this.#afterOutcome(request, seen.outcome, true);
+            if (after !== undefined) return await after;
+          }
         }
         // Try for the lease again: the owner failed, gave up, or died and its lease expired.
       }
@@ -213,26 +277,32 @@ export class FillProtocol {
   }
 
   /**
-   * Loads as the lease owner (or without a lease when the store is unreachable), then stores the
-   * value, releases the lease and wakes followers in one store step. The lease is released or held
-   * for the backoff in the one `finally` below.
+   * Loads as the lease owner (`grant`), or without a lease: when the store is unreachable (for this
+   * process alone), or `beside` a `pass` outcome (whose place a value that may be cached takes, if
+   * it is still held). Then stores the value, releases the lease and wakes followers in one store
+   * step. A load that stores nothing leaves how it ended in its lease's place (a pass, or a failure
+   * held for the backoff), so every process learns it at once. The lease is given back in the one
+   * `finally` below.
    */
-  async #load<T>(
-    request: FillRequest<T>,
-    lease: Lease | undefined,
-    current: Entry | undefined,
-  ): Promise<Fill> {
+  async #load<T>(request: FillRequest<T>, grant: Grant | undefined, beside?: Lease): Promise<Fill> {
     const { key, policy } = request;
     const runtime = this.#runtime;
-    // The fail-safe value: what this caller had, or what the store held when the lease was taken.
-    const stale = newestServable(request.stale, current, runtime.now());
+    const lease = grant?.lease;
+    /** What the value is stored with. */
+    const writer = lease ?? beside;
+    // The fail-safe value: what the store held when the lease was granted (a value deleted or
+    // cleared since this caller read it is gone), or, without the store's word, what the caller had.
+    const stale =
+      grant === undefined ? request.stale : newestServable(grant.current, undefined, runtime.now());
     let leaseSettled = false;
-    let holdLeaseMs = 0;
+    /** How this load ended when it stored nothing, left in the lease's place. */
+    let ended: LeaseEnd | undefined;
     const controller = new AbortController();
-    // A value a later load stores (a takeover of this one, deemed stuck) answers this fill's
-    // callers at once, whether or not this loader ever ends.
+    // A value another load stores answers this fill's callers at once, whether or not this loader
+    // ever ends: a takeover of this load (deemed stuck), or, for a takeover, the holder it
+    // replaced, whichever lands first.
     const replacement =
-      lease === undefined ? undefined : this.#replacementOf(key, lease.fence, policy);
+      lease === undefined ? undefined : this.#replacementOf(key, lease, policy, grant?.hedge);
     // A refresh nobody waits for stops when its lease is lost: its value could not be stored.
     const onLost = (): void => {
       replacement?.leaseLost();
@@ -242,6 +312,7 @@ export class FillProtocol {
     try {
       if (lease !== undefined) runtime.emit({ type: 'lease-acquired', key, fence: lease.fence });
       // Re-check: another process may have refreshed the key between our read and our lease.
+      const current = grant?.current;
       if (current !== undefined && this.#spares(request, current)) {
         return { entry: current, loaded: false };
       }
@@ -250,7 +321,9 @@ export class FillProtocol {
       const loadStartedAt = runtime.now();
       // For ordering against invalidations: monotonic, whatever the wall clock does meanwhile.
       const loadStartedAtMonotonic = performance.now();
-      let loaded: LoadedValue<T>;
+      let loaded: LoadedValue<T> | undefined;
+      /** What another load answered first (see #replacementOf). */
+      let replaced: Entry | LoadOutcome | undefined;
       try {
         const running = this.#runLoader(request, stale, lease, controller);
         const first =
@@ -260,12 +333,13 @@ export class FillProtocol {
         if (outcome === undefined) {
           // The watch ended first (the engine is closing): the loader's outcome decides.
           loaded = await running;
-        } else if (!('scope' in outcome)) {
+        } else if ('scope' in outcome) loaded = outcome;
+        else {
           // Replaced: this load's value could not be stored any more; its loader is told to stop.
           controller.abort(new LoadFencedError(key));
           runtime.emit({ type: 'load-fenced', key, background: request.mode === 'background' });
-          return { entry: outcome, loaded: false };
-        } else loaded = outcome;
+          replaced = outcome;
+        }
       } catch (error) {
         // Stopped by close() or fenced: not the loader's failure, and nothing to back off from.
         if (error instanceof ClosedError && runtime.closed) throw error;
@@ -280,51 +354,62 @@ export class FillProtocol {
           background: request.mode === 'background',
           error,
         });
-        // A client error (a 404, a 403) is the loader's answer, not an outage: the stale value must
-        // not outlive it (no fail-safe, no backoff), so the key goes, with what was derived from
-        // it.
-        if (!isLoaderFailure(error)) {
-          if (stale !== undefined) runtime.track(this.#onGone(key), 'delete', key);
+        const version = lease?.fence ?? request.cell.version;
+        const now = runtime.now();
+        const servable = stale !== undefined && isServable(stale, now);
+        // A server error answering its own caller only (a response not to be stored), with no
+        // stale value to serve instead: the others run their own loader, with no backoff.
+        if (isPerCallerAnswer(error) && isLoaderFailure(error) && !servable) {
+          ended = passed(version, undefined, policy);
           throw error instanceof HerdGuardError ? error : new LoaderFailedError(key, error);
         }
-        // On error: serve stale (fail-safe) and back off, or throw.
-        const now = runtime.now();
-        if (stale !== undefined && isServable(stale, now)) {
-          const { delayMs, failures } = this.#backoff.recordFailure(
-            key,
-            now,
-            lease?.fence ?? request.cell.version,
-            {
-              initialMs: policy.backoffInitialMs,
-              maxMs: policy.backoffMaxMs,
-            },
-          );
-          runtime.emit({ type: 'backoff', key, delayMs, failures });
+        // A client error (a 404, a 403) is the loader's answer, not an outage: the stale value must
+        // not outlive it (no fail-safe, no backoff), so the key goes, with what was derived from
+        // it. Other processes load for their own callers (their answer may differ).
+        if (!isLoaderFailure(error)) {
+          if (stale !== undefined) runtime.track(this.#onGone(key), 'delete', key);
+          ended = passed(version, undefined, policy);
+          throw error instanceof HerdGuardError ? error : new LoaderFailedError(key, error);
+        }
+        // On error: every caller of the cluster learns it at once (held in the lease's place for
+        // the backoff, so the cluster makes one attempt per delay); serve stale (fail-safe) or
+        // throw.
+        const { delayMs, failures } = this.#backoff.recordFailure(key, now, version, {
+          initialMs: policy.backoffInitialMs,
+          maxMs: policy.backoffMaxMs,
+          failuresBefore: grant?.failures ?? 0,
+        });
+        runtime.emit({ type: 'backoff', key, delayMs, failures });
+        ended = {
+          outcome: { kind: 'failed', fence: version, failures, failure: failureOf(error) },
+          holdMs: servable ? Math.max(1, Math.min(delayMs, stale.hardExpireAt - now)) : delayMs,
+          rememberMs: policy.backoffMaxMs,
+        };
+        if (servable) {
           runtime.emit({
             type: 'stale-on-error',
             key,
             reason: error instanceof LoaderTimeoutError ? 'loader-timeout' : 'loader-failed',
           });
-          // Keeping the lease for the backoff makes every process serve stale instead of retrying.
-          holdLeaseMs = Math.min(delayMs, stale.hardExpireAt - now);
           return { entry: stale, loaded: false };
         }
         throw error instanceof HerdGuardError ? error : new LoaderFailedError(key, error);
       }
+      if (loaded === undefined) return answeredBy(key, replaced);
       // What the loader chose from its value: TTLs, tags, not to store it, or to keep the stale one.
       const { choice } = loaded;
       const chosen = choice.policy;
       // A value shared without its tag index would escape tag invalidation: write it once more,
-      // else store the value stale. (One loaded without a lease is never shared.)
+      // else store the value stale. (One loaded neither under a lease nor beside a pass is never shared.)
       const lateTags =
-        lease !== undefined && choice.cache ? this.#tagsToIndex(request, choice, indexed) : [];
+        writer !== undefined && choice.cache ? this.#tagsToIndex(request, choice, indexed) : [];
       const unindexed = !(await this.#indexTags(key, lateTags, chosen));
       // An invalidation of a tag recorded only now did not find this key: if one came since the
       // load began, the value may predate it and is not stored.
       const missed =
         !unindexed && (await this.#invalidatedWhileLoading(key, lateTags, loadStartedAtMonotonic));
       const now = runtime.now();
-      const version = lease?.fence ?? request.cell.version;
+      const version = writer?.fence ?? request.cell.version;
       // What every pod will read back (this one too): a value that cannot be stored fails here.
       const value = storable(
         key,
@@ -351,11 +436,16 @@ export class FillProtocol {
         // The value this load was to replace (a refresh's) may be superseded too: not fresh any more.
         if (stale !== undefined) await this.#expireAfterMissed(key);
       } else if (choice.cache && (!isNegative(entry) || chosen.negativeTtlMs > 0)) {
-        const outcome = await this.#store(key, entry, lease);
+        const outcome = await this.#store(key, entry, writer);
         leaseSettled = outcome !== 'failed';
-        stored = outcome === 'stored' && lease !== undefined;
-        if (outcome === 'fenced')
+        stored = outcome === 'stored' && writer !== undefined;
+        // Beside a pass, another load's value took its place first: nothing was fenced.
+        if (outcome === 'fenced' && lease !== undefined)
           runtime.emit({ type: 'load-fenced', key, background: request.mode === 'background' });
+      } else {
+        // Not to be cached (hit-for-miss): the callers waiting elsewhere take this answer, and the
+        // next reads load beside each other for a while instead of queueing for the lease.
+        ended = passed(version, entry, chosen);
       }
       runtime.emit({
         type: 'load-ok',
@@ -370,9 +460,9 @@ export class FillProtocol {
       replacement?.stop();
       if (lease !== undefined && !leaseSettled) {
         runtime.track(
-          holdLeaseMs > 0
-            ? runtime.store.extendLease(lease, holdLeaseMs)
-            : runtime.store.releaseLease(lease),
+          ended === undefined
+            ? runtime.store.releaseLease(lease)
+            : runtime.store.endLease(lease, ended),
           'release-lease',
           key,
         );
@@ -513,9 +603,10 @@ export class FillProtocol {
   }
 
   /**
-   * Watches, while this process loads `key` under the lease of `fence`, for a value a later load
-   * stored: `found` resolves with it, fresh and at a newer version than the fence (the store's word
-   * for the key, as a follower would read it), or with `undefined` once stopped. Only once this
+   * Watches, while this process loads `key` under `lease`, for a value a later load stored: `found`
+   * resolves with it, fresh and at a newer version than the lease's fence (the store's word for the
+   * key, as a follower would read it), or with `undefined` once stopped. For a `hedge`, also (and at
+   * once) the value of the holder it took over from, stored under its fence. Otherwise only once this
    * load has run long enough that a follower may deem it stuck ({@link MIN_STUCK_MS}, or
    * `waitTimeout` if shorter): a follower's takeover then answers this process's callers too,
    * whether or not this loader ever ends, while a load overtaken sooner (a `refresh()`) still
@@ -525,15 +616,21 @@ export class FillProtocol {
    */
   #replacementOf(
     key: string,
-    fence: number,
+    lease: Lease,
     policy: ResolvedPolicy,
-  ): { readonly found: Promise<Entry | undefined>; leaseLost(): void; stop(): void } {
+    hedge: string | undefined,
+  ): { readonly found: Promise<Entry | LoadOutcome | undefined>; leaseLost(): void; stop(): void } {
     const runtime = this.#runtime;
     const watch = runtime.store.watchFill(key);
-    const eligibleAt = performance.now() + Math.min(MIN_STUCK_MS, policy.waitTimeoutMs);
+    const { fence } = lease;
+    // A takeover takes the value of the holder it replaced at once: that holder stores it under the
+    // takeover's fence, and it is as good (the first good result answers every waiter).
+    const eligibleAt =
+      performance.now() + (hedge === undefined ? Math.min(MIN_STUCK_MS, policy.waitTimeoutMs) : 0);
+    const newest = hedge === undefined ? fence + 1 : fence;
     let lost = false;
     let stopped = false;
-    const found = (async (): Promise<Entry | undefined> => {
+    const found = (async (): Promise<Entry | LoadOutcome | undefined> => {
       /** Something may have changed since the last look: a notification, or the lease lost. */
       let due = false;
       for (;;) {
@@ -545,9 +642,15 @@ export class FillProtocol {
         due = false;
         const seen = await runtime.storeGet(key);
         if (stopped) return undefined;
-        const entry = seen.version > fence ? runtime.decoded(key, seen.entry) : undefined;
-        if (entry !== undefined && entry.version > fence && isFresh(entry, runtime.now()))
+        const entry = seen.version >= newest ? runtime.decoded(key, seen.entry) : undefined;
+        if (entry !== undefined && entry.version >= newest && isFresh(entry, runtime.now()))
           return entry;
+        // A takeover's callers take the answer the holder it replaced ended with, too: its failure,
+        // or its value not to be cached.
+        const { outcome } = seen;
+        if (hedge !== undefined && outcome !== undefined && outcome.fence >= fence) {
+          if (outcome.kind === 'failed' || outcome.entry !== undefined) return outcome;
+        }
       }
     })();
     return {
@@ -562,10 +665,29 @@ export class FillProtocol {
     };
   }
 
+  /**
+   * What a fill makes of how the key's last load ended, held in its lease's place: a failure is its
+   * answer (a stale value it accepts was looked for first); a pass gives a fill that `waited` for
+   * that load its answer, and any other fill a load of its own, beside the other processes (the
+   * lease is not taken). `undefined`: no outcome to act on.
+   */
+  #afterOutcome<T>(
+    request: FillRequest<T>,
+    outcome: LoadOutcome | undefined,
+    waited: boolean,
+  ): Promise<Fill> | undefined {
+    if (outcome === undefined) return undefined;
+    if (outcome.kind === 'failed')
+      return Promise.reject(sharedFailure(request.key, outcome.failure));
+    if (waited && outcome.entry !== undefined && outcome.fence >= request.cell.version)
+      return Promise.resolve({ entry: outcome.entry, loaded: false });
+    return this.#load(request, undefined, passLease(request.key, outcome.fence));
+  }
+
   /** Nobody filled the key within `waitTimeout`: apply `onWaitTimeout`. */
   async #onWaitTimeout<T>(request: FillRequest<T>, waitedMs: number): Promise<Fill> {
     this.#runtime.emit({ type: 'wait-timeout', key: request.key, waitedMs });
-    if (request.policy.onWaitTimeout === 'load') return this.#load(request, undefined, undefined);
+    if (request.policy.onWaitTimeout === 'load') return this.#load(request, undefined);
     throw new UpstreamUnavailableError(request.key, waitedMs);
   }
 
@@ -575,7 +697,7 @@ export class FillProtocol {
   async #tryLease<T>(
     request: FillRequest<T>,
     takeoverAfterWait: number | undefined,
-  ): Promise<LeaseOutcome> {
+  ): Promise<LeaseTry> {
     const { key, policy, cell } = request;
     const forced = request.mode === 'forced';
     const takeoverFrom = forced ? request.fromVersion : takeoverAfterWait;
@@ -585,7 +707,7 @@ export class FillProtocol {
         takeoverFrom,
         takeover: forced ? 'forced' : 'stuck',
       });
-      const { lease, current } = attempt;
+      const { lease, current, outcome } = attempt;
       // The flight now reflects at least this version: callers that saw it may join.
       cell.learn(current.version);
       if (attempt.repaired === true) runtime.emit({ type: 'corrupt-entry', key });
@@ -593,8 +715,9 @@ export class FillProtocol {
         runtime.emit({ type: 'lease-takeover', key });
       const entry = runtime.decoded(key, current.entry);
       if (lease === undefined)
-        return { kind: 'contended', current: entry, version: current.version };
-      return { kind: 'owner', lease, current: entry };
+        return { kind: 'contended', current: entry, version: current.version, outcome };
+      const failures = outcome?.kind === 'failed' ? outcome.failures : 0;
+      return { kind: 'owner', lease, current: entry, failures };
     } catch (error) {
       this.#runtime.emit({ type: 'store-error', operation: 'acquire-lease', key, error });
       cell.learn(cell.version);
@@ -700,4 +823,44 @@ export class FillProtocol {
       },
     };
   }
+}
+
+/** A pass (hit-for-miss) left by a load at `fence`, with the answer its waiters take. */
+function passed(fence: number, entry: Entry | undefined, policy: ResolvedPolicy): LeaseEnd {
+  return {
+    outcome: { kind: 'pass', fence, entry },
+    holdMs: Math.max(1, Math.min(policy.softMs, PASS_MAX_MS)),
+    rememberMs: 0,
+  };
+}
+
+/** A loader's failure as the other processes read it back. */
+function failureOf(error: unknown): SharedFailure {
+  const message = (error instanceof Error ? error.message : String(error)).slice(
+    0,
+    SHARED_MESSAGE_MAX,
+  );
+  const name = error instanceof Error ? error.name : 'Error';
+  if (error instanceof LoaderTimeoutError) return { name, message, timeoutMs: error.timeoutMs };
+  return { name, message };
+}
+
+/** The error a caller gets for a failure another process's load of `key` shared. */
+function sharedFailure(key: string, failure: SharedFailure): HerdGuardError {
+  if (failure.timeoutMs !== undefined) return new LoaderTimeoutError(key, failure.timeoutMs);
+  const cause = new Error(failure.message);
+  cause.name = failure.name;
+  return new LoaderFailedError(key, cause);
+}
+
+/**
+ * The answer of a load that another load answered first (see `#replacementOf`): its value, the
+ * value not to cache or the failure the holder a takeover replaced ended with.
+ */
+function answeredBy(key: string, replaced: Entry | LoadOutcome | undefined): Fill {
+  if (replaced === undefined) throw new LoadFencedError(key);
+  if (!('kind' in replaced)) return { entry: replaced, loaded: false };
+  if (replaced.kind === 'failed') throw sharedFailure(key, replaced.failure);
+  if (replaced.entry === undefined) throw new LoadFencedError(key);
+  return { entry: replaced.entry, loaded: false };
 }

@@ -17,6 +17,11 @@ export type StoreRead = Entry | undefined | typeof CORRUPT_ENTRY;
 export interface StoreSnapshot {
   readonly entry: StoreRead;
   readonly version: number;
+  /**
+   * How the key's last load ended when it stored no value, held in its lease's place (see {@link
+   * HerdStore.endLease}), when the store read it with the key (a copy kept in process never says).
+   */
+  readonly outcome?: LoadOutcome;
 }
 
 /**
@@ -47,6 +52,84 @@ export interface LeaseAttempt {
   readonly current: StoreSnapshot;
   /** The lease key held foreign data, which the store removed (reported like a corrupt entry). */
   readonly repaired?: boolean;
+  /**
+   * Not granted: how the key's last load ended, held in its lease's place (see {@link
+   * HerdStore.endLease}). Granted: the failures recorded before, when the lease replaced a failure
+   * whose retry time had come (`failures` then counts on).
+   */
+  readonly outcome?: LoadOutcome;
+}
+
+/**
+ * How a leased load ended when it stored no value, held by the store in the lease's place for a
+ * while, so that every process learns it from its next lease attempt:
+ * - `pass` (hit-for-miss): the value must not be cached (`doNotCache()`), or the loader answered with
+ *   an error that is its caller's answer (a 404). The callers that were waiting for that load take
+ *   `entry` (when the value may be shared); everyone else loads without the lease, in parallel,
+ *   until the outcome lapses.
+ * - `failed`: the loader failed; until the retry time every caller without a servable stale value
+ *   gets this failure, and one lease is granted after it (once per cluster per backoff step).
+ */
+export type LoadOutcome =
+  | {
+      readonly kind: 'pass';
+      /** The fence of the load that ended so. */
+      readonly fence: number;
+      /** The answer, for the callers that waited for it; `undefined` when it cannot be shared. */
+      readonly entry: Entry | undefined;
+    }
+  | {
+      readonly kind: 'failed';
+      readonly fence: number;
+      /** Consecutive failures of the key's loads, this one included. */
+      readonly failures: number;
+      readonly failure: SharedFailure;
+    };
+
+/**
+ * What a load made beside a `pass` outcome (see {@link LoadOutcome}) fills with: a value its loader
+ * lets be cached replaces the outcome, if it is still held (of those loads, the first to end wins).
+ */
+export function passLease(key: string, fence: number): Lease {
+  return { key, token: `o.p.${fence}.`, fence, ttlMs: 0 };
+}
+
+/** Whether `lease` is a {@link passLease}. */
+export function isPassLease(lease: Lease): boolean {
+  return lease.token.startsWith('o.p.');
+}
+
+/** A loader's failure as every process can read it back. */
+export interface SharedFailure {
+  /** The error's `name` (`Error`, `LoaderTimeoutError`...). */
+  readonly name: string;
+  readonly message: string;
+  /** A `LoaderTimeoutError`'s limit: the other processes' callers get that error too. */
+  readonly timeoutMs?: number;
+}
+
+/** What {@link HerdStore.endLease} leaves in a lease's place, and for how long. */
+export interface LeaseEnd {
+  readonly outcome: LoadOutcome;
+  /**
+   * How long the outcome is held: a `pass` lapses after this; a `failed` outcome lets the next lease
+   * be granted after this (its retry time) and is remembered for `rememberMs` more, so that its
+   * failure count carries on.
+   */
+  readonly holdMs: number;
+  readonly rememberMs: number;
+}
+
+/** A request for one hedged load: the takeover of a holder deemed stuck (see {@link HerdStore.hedge}). */
+export interface HedgeRequest {
+  /** Who asks: one id per engine. */
+  readonly process: string;
+  /** Loads the asking engine runs now. */
+  readonly loads: number;
+  /** Names the hedge. */
+  readonly ticket: string;
+  /** The hedge counts against the budget for this long after it is granted. */
+  readonly countsForMs: number;
 }
 
 export interface AcquireOptions {
@@ -144,7 +227,8 @@ export interface HerdStore {
    * the lease and wakes followers, in one step; `false` when fenced. A `stuck` takeover of `lease`
    * does not fence it (the slow holder's value is as good as its rescuer's): it is stored under the
    * key's current version. Without a lease nothing shared is written (`false`; a store may keep
-   * the value for this process alone).
+   * the value for this process alone). A {@link passLease} stores only while the `pass` outcome of
+   * its fence is held, and the first such fill ends it.
    */
   fill(key: string, entry: Entry, lease: Lease | undefined): Promise<boolean>;
   /**
@@ -190,6 +274,20 @@ export interface HerdStore {
   extendLease(lease: Lease, ttlMs: number): Promise<boolean>;
   /** Releases a lease if this caller still holds it, and wakes followers. */
   releaseLease(lease: Lease): Promise<void>;
+  /**
+   * Replaces a lease this caller still holds, at its fence, with how its load ended (see {@link
+   * LoadOutcome}), held for `end.holdMs`, and wakes followers; `false` when the lease was lost
+   * (nothing is written). An invalidation, a `set()` or a forced takeover ends the outcome, as it
+   * would a lease; a `stuck` takeover never replaces one.
+   */
+  endLease(lease: Lease, end: LeaseEnd): Promise<boolean>;
+  /**
+   * Grants a hedged load while the hedges granted in the cluster in the last `countsForMs` are
+   * fewer than `hedgesAllowed()` of the loads the asking engines reported in the last
+   * `HEDGE_REPORT_MS` (lib/core/hedge-budget.ts): when the whole backend is slow, the budget is
+   * spent at once and nobody doubles its load. A store without it is given an engine-local budget.
+   */
+  hedge?(request: HedgeRequest): Promise<boolean>;
   watchFill(key: string): FillWatch;
   health(): StoreHealth;
   /**

@@ -58,12 +58,12 @@ export class LoadDurations {
 
   /**
    * How long a lease holder of `key` may load without progress before a follower takes it over:
-   * {@link STUCK_FACTOR} times the key's usual load time, at least {@link MIN_STUCK_MS}, at most
-   * `waitTimeoutMs` (which is also the answer for a key whose loads were never seen here).
+   * {@link STUCK_FACTOR} times the key's usual load time, at least {@link MIN_STUCK_MS} (also the
+   * answer for a key whose loads were never seen here: the hedge budget bounds what an early
+   * takeover of a cold key can cost), at most `waitTimeoutMs`.
    */
   stuckAfterMs(key: string, waitTimeoutMs: number): number {
-    const usual = this.usualMs(key);
-    if (usual === undefined) return waitTimeoutMs;
+    const usual = this.usualMs(key) ?? 0;
     return Math.min(waitTimeoutMs, Math.max(MIN_STUCK_MS, STUCK_FACTOR * usual));
   }
 }

@@ -18,3 +18,17 @@ export function httpStatusOf(error: unknown): number | undefined {
   const status: unknown = getStatus.call(error);
   return typeof status === 'number' && Number.isInteger(status) ? status : undefined;
 }
+
+/**
+ * Whether an error answers only the caller whose loader threw it: it carries `perCaller: true`,
+ * as a response the interceptor declined to store does (it may be private to its request). Other
+ * callers run their own loader instead of sharing it, and no backoff follows it, unless a stale
+ * value is served in its place.
+ */
+export function isPerCallerAnswer(error: unknown): boolean {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    (error as { perCaller?: unknown }).perCaller === true
+  );
+}

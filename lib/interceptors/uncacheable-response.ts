@@ -6,6 +6,9 @@
  * below 500 is an answer, not a loader failure.
  */
 export class UncacheableResponse extends Error {
+  /** This response answers its own request only (see `isPerCallerAnswer`). */
+  readonly perCaller = true;
+
   constructor(
     readonly body: unknown,
     readonly status: number,

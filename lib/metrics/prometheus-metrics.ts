@@ -233,6 +233,11 @@ export class PrometheusMetrics {
       'Leases taken over from a holder that made no progress within waitTimeout (a stuck or dead owner elsewhere).',
       [],
     );
+    const hedgesRefused = counter(
+      'hedges_refused_total',
+      'Takeovers of a holder deemed stuck that the hedge budget refused: the backend is slow for many keys at once.',
+      [],
+    );
     for (const result of ['ok', 'error', 'uncached'])
       for (const trigger of TRIGGERS) loads.inc({ cache, result, trigger }, 0);
     for (const trigger of TRIGGERS) {
@@ -242,7 +247,8 @@ export class PrometheusMetrics {
     for (const reason of STALE_REASONS) staleOnError.inc({ cache, reason }, 0);
     for (const result of ['acquired', 'contended', 'expired']) leases.inc({ cache, result }, 0);
     for (const result of ['started', 'timeout']) waits.inc({ cache, result }, 0);
-    for (const single of [coalesced, backoffs, corrupt, takeovers]) single.inc({ cache }, 0);
+    for (const single of [coalesced, backoffs, corrupt, takeovers, hedgesRefused])
+      single.inc({ cache }, 0);
     this.#collected = [
       gauge(
         'inflight_keys',
@@ -358,6 +364,9 @@ export class PrometheusMetrics {
           break;
         case 'lease-takeover':
           takeovers.inc({ cache });
+          break;
+        case 'hedge-refused':
+          hedgesRefused.inc({ cache });
           break;
         case 'wait':
           waits.inc({ cache, result: 'started' });

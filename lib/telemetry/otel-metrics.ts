@@ -69,6 +69,10 @@ export class OtelMetrics {
       'herd_guard.lease.takeovers',
       'Leases taken over from a holder that made no progress within waitTimeout.',
     );
+    const hedgesRefused = counter(
+      'herd_guard.hedges.refused',
+      'Takeovers of a holder deemed stuck that the hedge budget refused (the backend is slow for many keys).',
+    );
     const waits = counter(
       'herd_guard.follower.waits',
       'Callers that waited for another process to fill a key, by result (started, timeout).',
@@ -116,6 +120,9 @@ export class OtelMetrics {
             return;
           case 'lease-takeover':
             takeovers.add(1, cache);
+            return;
+          case 'hedge-refused':
+            hedgesRefused.add(1, cache);
             return;
           case 'wait':
             waits.add(1, labels({ result: 'started' }));

@@ -160,15 +160,15 @@ export function describeAdaptiveCaching(
       expect(a!.activity().inflight).toBe(0);
     });
 
-    it('lets a pod waiting for a load that is not cached load in turn', async () => {
+    it('answers a pod waiting for a load that is not cached with that answer, then lets reads load beside each other', async () => {
       const { engines } = await launch({ count: 2, policy: { soft: '1h' } });
       const [a, b] = engines;
-      const gate = deferred();
+      const gates = [deferred(), deferred()];
       let runs = 0;
       const loader = async (context: LoadContext<string>): Promise<string> => {
         runs += 1;
         const run = runs;
-        if (run === 1) await gate.promise;
+        if (run <= 2) await gates[run - 1]!.promise;
         context.doNotCache();
         return `partial ${run}`;
       };
@@ -176,9 +176,19 @@ export function describeAdaptiveCaching(
       await until(() => runs === 1, 5_000, 'the first load to start');
       const waiting = b!.getOrLoad('k', loader);
       await until(() => b!.stats().waits.started >= 1, 5_000, 'pod b to wait for the lease');
-      gate.resolve();
+      gates[0]!.resolve();
+      // One answer releases every waiter, even one that must not be stored.
       await expect(first).resolves.toBe('partial 1');
-      await expect(waiting).resolves.toBe('partial 2');
+      await expect(waiting).resolves.toBe('partial 1');
+      expect(runs).toBe(1);
+      // For a while after (hit-for-miss), a read does not queue behind another pod's load.
+      const slow = a!.getOrLoad('k', loader);
+      await until(() => runs === 2, 5_000, 'the second load to start');
+      const waitsBefore = b!.stats().waits.started;
+      await expect(b!.getOrLoad('k', loader)).resolves.toBe('partial 3');
+      expect(b!.stats().waits.started).toBe(waitsBefore);
+      gates[1]!.resolve();
+      await expect(slow).resolves.toBe('partial 2');
     });
 
     it('keeps a "not found" for the TTL its loader chose, then loads again', async () => {

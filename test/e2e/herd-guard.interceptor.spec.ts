@@ -246,8 +246,12 @@ describe.each(ADAPTERS)('HerdGuardInterceptor on %s', (adapter) => {
     expect(catalog.runs('missing')).toBe(2);
   });
 
-  it('does not cache a failure: after a 500 the next GET retries and is cached', async () => {
+  it('does not cache a failure: within the backoff a GET shares the 500, after it the next GET retries and is cached', async () => {
     expect((await http().get('/items/flaky')).status).toBe(500);
+    // The backend just failed: the next attempt waits for the backoff (0.5 to 1 s by default).
+    expect((await http().get('/items/flaky')).status).toBe(500);
+    expect(catalog.runs('flaky')).toBe(1);
+    await sleep(1_100);
     const retried = await http().get('/items/flaky');
     expect(retried.status).toBe(200);
     expect(retried.body).toEqual({ run: 2 });

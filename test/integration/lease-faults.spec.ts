@@ -57,6 +57,14 @@ describe('Redis faults: the owner keeps its lease through a short connection fau
     const owner = await pod(namespace, proxy.url, policy, { commandTimeout: commandTimeoutMs });
     const other = await pod(namespace, server.url, policy, { commandTimeout: commandTimeoutMs });
 
+    // The other pod knows this key's loads take about 1.6 s: it deems a holder stuck only after
+    // four times that, beyond this test (a key it never saw loaded would be hedged after 1 s).
+    await other.engine.getOrLoad('k', async () => {
+      await sleep(1_600);
+      return 'earlier';
+    });
+    await other.engine.delete('k');
+
     const extensionFailed = deferred();
     owner.engine.onEvent((event) => {
       if (event.type === 'store-error' && event.operation === 'extend-lease')
@@ -94,7 +102,7 @@ describe('Redis faults: the owner keeps its lease through a short connection fau
     }
     await expect(owned).resolves.toBe('loaded once');
     await expect(followed).resolves.toBe('loaded once');
-  }, 20_000);
+  }, 25_000);
 });
 
 describe('Redis faults: a follower whose re-check times out', () => {

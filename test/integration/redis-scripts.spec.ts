@@ -123,10 +123,10 @@ describe('ACQUIRE_LEASE (KEYS lease, version, value; ARGV token, ttl ms, takeove
       },
     );
 
-  it('grants a free lease: {1, next version, envelope, 0}, the version kept for an hour', async () => {
+  it('grants a free lease: {1, next version, envelope, 0, nil}, the version kept for an hour', async () => {
     await client.set(keys.version, String(V));
     await client.set(keys.value, envelope(V));
-    await expect(acquire('t1')).resolves.toEqual([1, String(V + 1), envelope(V), 0]);
+    await expect(acquire('t1')).resolves.toEqual([1, String(V + 1), envelope(V), 0, null]);
     await expect(client.get(keys.lease)).resolves.toBe('t1');
     expect(await client.pttl(keys.lease)).toBeGreaterThan(4_000);
     await expect(client.get(keys.version)).resolves.toBe(String(V + 1));
@@ -146,32 +146,32 @@ describe('ACQUIRE_LEASE (KEYS lease, version, value; ARGV token, ttl ms, takeove
     await expect(client.get(keys.version)).resolves.toBe(version);
   });
 
-  it('refuses a held lease: {0, current version, envelope, 0}', async () => {
+  it('refuses a held lease: {0, current version, envelope, 0, nil}', async () => {
     await client.set(keys.version, String(V));
     await client.set(keys.lease, 'holder');
-    await expect(acquire('t1')).resolves.toEqual([0, String(V), null, 0]);
+    await expect(acquire('t1')).resolves.toEqual([0, String(V), null, 0, null]);
     await expect(client.get(keys.lease)).resolves.toBe('holder');
     await expect(client.get(keys.version)).resolves.toBe(String(V));
   });
 
   it('answers version 0 when the version key is absent and the lease is held', async () => {
     await client.set(keys.lease, 'holder');
-    await expect(acquire('t1')).resolves.toEqual([0, '0', null, 0]);
+    await expect(acquire('t1')).resolves.toEqual([0, '0', null, 0, null]);
   });
 
   it('takes over a held lease still at the given version, and not at another', async () => {
     await client.set(keys.version, String(V));
     await client.set(keys.lease, 'holder');
-    await expect(acquire('t1', V - 1)).resolves.toEqual([0, String(V), null, 0]);
-    await expect(acquire('t1', V)).resolves.toEqual([1, String(V + 1), null, 0]);
+    await expect(acquire('t1', V - 1)).resolves.toEqual([0, String(V), null, 0, null]);
+    await expect(acquire('t1', V)).resolves.toEqual([1, String(V + 1), null, 0, null]);
     await expect(client.get(keys.lease)).resolves.toBe('t1');
   });
 
   it('does not take over as stuck a lease already taken over as stuck, but does when forced', async () => {
     await client.set(keys.version, String(V));
     await client.set(keys.lease, `s.${V - 1}.rescuer`);
-    await expect(acquire(`s.${V}.t1`, V, 'stuck')).resolves.toEqual([0, String(V), null, 0]);
-    await expect(acquire('t2', V, 'forced')).resolves.toEqual([1, String(V + 1), null, 0]);
+    await expect(acquire(`s.${V}.t1`, V, 'stuck')).resolves.toEqual([0, String(V), null, 0, null]);
+    await expect(acquire('t2', V, 'forced')).resolves.toEqual([1, String(V + 1), null, 0, null]);
     await expect(client.get(keys.lease)).resolves.toBe('t2');
   });
 
@@ -179,7 +179,29 @@ describe('ACQUIRE_LEASE (KEYS lease, version, value; ARGV token, ttl ms, takeove
     await client.set(keys.version, String(V));
     await client.hset(keys.lease, 'field', 'value');
     await client.hset(keys.value, 'field', 'value');
-    await expect(acquire('t1')).resolves.toEqual([1, String(V + 1), 'herd-guard:foreign', 1]);
+    await expect(acquire('t1')).resolves.toEqual([1, String(V + 1), 'herd-guard:foreign', 1, null]);
+    await expect(client.get(keys.lease)).resolves.toBe('t1');
+  });
+
+  it('refuses while an outcome record is held and answers the record; a takeover as stuck does not pass it', async () => {
+    await client.set(keys.version, String(V));
+    const pass = `o.p.${V}.0.0.`;
+    await client.set(keys.lease, pass, 'PX', 5_000);
+    await expect(acquire('t1')).resolves.toEqual([0, String(V), null, 0, pass]);
+    await expect(acquire(`s.${V}.t1`, V, 'stuck')).resolves.toEqual([0, String(V), null, 0, pass]);
+    await expect(client.get(keys.lease)).resolves.toBe(pass);
+  });
+
+  it("lets one lease in after a failure's retry time and hands it the failure record", async () => {
+    await client.set(keys.version, String(V));
+    const retryAt = Date.now() + 60_000;
+    const held = `o.f.${V}.${retryAt}.2.{"name":"Error","message":"db down"}`;
+    await client.set(keys.lease, held, 'PX', 120_000);
+    await expect(acquire('t1')).resolves.toEqual([0, String(V), null, 0, held]);
+    const due = `o.f.${V}.${Date.now() - 1}.2.{"name":"Error","message":"db down"}`;
+    await client.set(keys.lease, due, 'PX', 120_000);
+    await expect(acquire('t1')).resolves.toEqual([1, String(V + 1), null, 0, due]);
+    await expect(acquire('t2')).resolves.toEqual([0, String(V + 1), null, 0, null]);
     await expect(client.get(keys.lease)).resolves.toBe('t1');
   });
 });

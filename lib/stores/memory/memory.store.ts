@@ -3,18 +3,23 @@ import { LRUCache } from 'lru-cache';
 import { type Entry, lifetimeLeftMs, markedStale, withVersion } from '../../core/entry.js';
 import { ConfigurationError } from '../../errors/configuration.error.js';
 import { FillSignals } from '../fill-signals.js';
+import { HedgeBudget } from '../../core/hedge-budget.js';
 import type {
   AcquireOptions,
   FillWatch,
+  HedgeRequest,
   HerdStore,
   InvalidationMode,
   InvalidationResult,
   KeyIndex,
   Lease,
   LeaseAttempt,
+  LeaseEnd,
+  LoadOutcome,
   StoreHealth,
   StoreSnapshot,
 } from '../../core/herd-store.interface.js';
+import { isPassLease } from '../../core/herd-store.interface.js';
 import { KeyIndexes } from './key-indexes.js';
 
 export interface MemoryStoreOptions {
@@ -34,6 +39,10 @@ interface HeldLease {
   /** The key's version from its grant until another grant or an invalidation. */
   readonly fence: number;
   readonly expiresAt: number;
+  /** How the lease's load ended, held in its place (see endLease); its token is then ''. */
+  readonly outcome?: LoadOutcome;
+  /** For a `failed` outcome: when the next lease may be granted. */
+  readonly retryAt?: number;
 }
 
 const UP: StoreHealth = Object.freeze({ status: 'up', breaker: 'closed' });
@@ -55,6 +64,7 @@ export class MemoryStore implements HerdStore {
   readonly #leases = new Map<string, HeldLease>();
   readonly #indexes: KeyIndexes;
   readonly #signals = new FillSignals();
+  readonly #hedges: HedgeBudget;
   #counter = 0;
   #floor = 0;
   /**
@@ -86,6 +96,7 @@ export class MemoryStore implements HerdStore {
       },
     });
     this.#indexes = new KeyIndexes(this.#now);
+    this.#hedges = new HedgeBudget(this.#now);
   }
 
   /** Entries held now (for tests and metrics). */
@@ -108,7 +119,10 @@ export class MemoryStore implements HerdStore {
     const entry = this.#entries.get(key);
     const lease = this.#leases.get(key);
     if (lease === undefined && entry !== undefined) return { entry, version: entry.version };
-    return { entry, version: this.#versionOf(entry, lease) };
+    const version = this.#versionOf(entry, lease);
+    const outcome =
+      lease !== undefined && lease.expiresAt > this.#now() ? lease.outcome : undefined;
+    return outcome === undefined ? { entry, version } : { entry, version, outcome };
   }
 
   async fill(key: string, entry: Entry, lease: Lease | undefined): Promise<boolean> {
@@ -118,9 +132,16 @@ export class MemoryStore implements HerdStore {
     const held = this.#leases.get(key);
     const version = this.#versionOf(this.#entries.get(key), held);
     const rescued = held?.rescuedFrom === lease.fence && held.expiresAt > this.#now();
-    const written = version === lease.fence || rescued;
+    const written = isPassLease(lease)
+      ? held?.outcome?.kind === 'pass' &&
+        held.outcome.fence === lease.fence &&
+        held.expiresAt > this.#now() &&
+        version === lease.fence
+      : version === lease.fence || rescued;
     if (written) this.#write(key, withVersion(entry, version));
-    if (held !== undefined && held.token === lease.token) this.#leases.delete(key);
+    // Released; or, once its value is stored, an outcome the holder it rescued left is over.
+    if (held !== undefined && (held.token === lease.token || (written && held.outcome)))
+      this.#leases.delete(key);
     this.#signals.notify(key);
     return written;
   }
@@ -176,11 +197,17 @@ export class MemoryStore implements HerdStore {
     const entry = this.#entries.get(key);
     const held = this.#leases.get(key);
     const version = this.#versionOf(entry, held);
-    const free = held === undefined || held.expiresAt <= now;
+    const outcome = held !== undefined && held.expiresAt > now ? held.outcome : undefined;
+    // A failure held for the backoff lets one lease in once its retry time has come.
+    const retryDue = outcome?.kind === 'failed' && (held?.retryAt ?? 0) <= now;
+    const free = held === undefined || held.expiresAt <= now || retryDue;
     const stuck = options.takeover === 'stuck';
+    // A stuck holder is taken over once; an outcome only by force (refresh()).
     const takeover =
-      !free && options.takeoverFrom === version && !(stuck && held.rescuedFrom !== undefined);
-    if (!free && !takeover) return { lease: undefined, current: { entry, version } };
+      !free &&
+      options.takeoverFrom === version &&
+      !(stuck && (held.rescuedFrom !== undefined || outcome !== undefined));
+    if (!free && !takeover) return { lease: undefined, current: { entry, version }, outcome };
     const lease: Lease = { key, token: randomUUID(), fence: ++this.#counter, ttlMs };
     this.#leases.set(key, {
       token: lease.token,
@@ -189,7 +216,8 @@ export class MemoryStore implements HerdStore {
       rescuedFrom: takeover && stuck ? version : undefined,
     });
     if (this.#leases.size >= this.#sweptAt * 2) this.#sweepLeases(now);
-    return { lease, current: { entry, version: lease.fence } };
+    const current = { entry, version: lease.fence };
+    return outcome?.kind === 'failed' ? { lease, current, outcome } : { lease, current };
   }
 
   async extendLease(lease: Lease, ttlMs: number): Promise<boolean> {
@@ -206,6 +234,31 @@ export class MemoryStore implements HerdStore {
     if (held === undefined || held.token !== lease.token) return;
     this.#dropLease(lease.key, held);
     this.#signals.notify(lease.key);
+  }
+
+  async endLease(lease: Lease, end: LeaseEnd): Promise<boolean> {
+    this.#settle(lease.key);
+    const held = this.#leases.get(lease.key);
+    const now = this.#now();
+    if (held === undefined || held.expiresAt <= now) return false;
+    // The holder a takeover rescued still ends the load, at the takeover's fence: the first result
+    // answers every waiter.
+    if (held.token !== lease.token && held.rescuedFrom !== lease.fence) return false;
+    const failed = end.outcome.kind === 'failed';
+    this.#leases.set(lease.key, {
+      token: '',
+      fence: held.fence,
+      rescuedFrom: undefined,
+      expiresAt: now + end.holdMs + (failed ? end.rememberMs : 0),
+      outcome: { ...end.outcome, fence: held.fence },
+      retryAt: failed ? now + end.holdMs : undefined,
+    });
+    this.#signals.notify(lease.key);
+    return true;
+  }
+
+  async hedge(request: HedgeRequest): Promise<boolean> {
+    return this.#hedges.take(request);
   }
 
   watchFill(key: string): FillWatch {

@@ -8,8 +8,10 @@ import {
   ACQUIRE_LEASE,
   ADD_TO_INDEX,
   CLEAR,
+  END_LEASE,
   EXTEND_LEASE,
   FILL,
+  HEDGE,
   INDEX_MEMBERS,
   INVALIDATED_AT,
   INVALIDATE,
@@ -27,7 +29,9 @@ import {
 export interface HerdGuardCommands {
   herdGuardAcquire(
     ...args: ScriptArgs<typeof ACQUIRE_LEASE>
-  ): Promise<[number, string, string | null, number]>;
+  ): Promise<[number, string, string | null, number, string | null]>;
+  herdGuardEndLease(...args: ScriptArgs<typeof END_LEASE>): Promise<number>;
+  herdGuardHedge(...args: ScriptArgs<typeof HEDGE>): Promise<number>;
   herdGuardFill(...args: ScriptArgs<typeof FILL>): Promise<number>;
   herdGuardSet(...args: ScriptArgs<typeof SET_VALUE>): Promise<string>;
   herdGuardInvalidate(...args: ScriptArgs<typeof INVALIDATE>): Promise<[number, string]>;
@@ -126,6 +130,8 @@ export function defineCommands(client: Redis | Cluster): Client {
   define('herdGuardInvalidate', INVALIDATE);
   define('herdGuardRelease', RELEASE_LEASE);
   define('herdGuardExtend', EXTEND_LEASE);
+  define('herdGuardEndLease', END_LEASE);
+  define('herdGuardHedge', HEDGE);
   define('herdGuardIndex', ADD_TO_INDEX);
   define('herdGuardIndexMembers', INDEX_MEMBERS);
   define('herdGuardInvalidatedAt', INVALIDATED_AT);

@@ -93,6 +93,14 @@ export class RedisKeys {
     return `${this.namespace}:c:{${tagOfSlot(slot)}}`;
   }
 
+  /**
+   * The hedge budget of the namespace: the asking processes' reports and the hedges that count, in one
+   * slot (the `{#hedge}` tag is no plain key's, nor a digest's).
+   */
+  hedges(): { readonly reports: string; readonly granted: string } {
+    return { reports: `${this.namespace}:{#hedge}:p`, granted: `${this.namespace}:{#hedge}:g` };
+  }
+
   tag(tag: string): string {
     return `${this.namespace}:t:{${slotTag(tag)}}`;
   }

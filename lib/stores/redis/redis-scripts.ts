@@ -187,6 +187,32 @@ local function settle(valueKey, leaseKey, versionKey, clearedKey, markerKey)
 end
 `;
 
+/** Redis's own clock in milliseconds: index deadlines never depend on a pod's clock. */
+const NOW_MS = `
+local function nowMs()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+`;
+
+/**
+ * What a lease key holds once its load ended without a value to store (see END_LEASE): an outcome
+ * record `o.<kind>.<fence>.<retryAtMs>.<failures>.<payload>` instead of a holder's token. `kind` is
+ * `p` (a pass: hit-for-miss, payload the envelope its waiters take, or empty) or `f` (a failure,
+ * payload its JSON; a lease is granted again from `retryAtMs` on Redis's clock). Parsed on this
+ * side by `decodeOutcome` (redis.store.ts); keep the two in step. `outcomeOf(held)` returns the
+ * kind and retry time of such a record, or nil for a holder's token.
+ */
+const OUTCOME = `
+local function outcomeOf(held)
+  if type(held) ~= 'string' then
+    return nil
+  end
+  local kind, retryAt = string.match(held, '^o%.([pf])%.%d+%.(%d+)%.%d+%.')
+  return kind, tonumber(retryAt)
+end
+`;
+
 /** The Redis keys of a cache key that settle() reads and changes, in KEYS order after the first. */
 const settleKeys = (layout: RedisKeyLayout) => [layout.cleared, layout.marker] as const;
 
@@ -201,9 +227,12 @@ export interface AcquireCall {
 
 /**
  * Grants the lease when it is free, or (takeover) when the key is still at the given version; a
- * lease taken over as stuck (its token starts with `s.`) is not taken over as stuck again. A grant
- * advances the version, which is the lease's fence. A lease key holding foreign data (not a string)
- * is removed first. Returns {granted, version, envelope, repaired}.
+ * lease taken over as stuck (its token starts with `s.`) is not taken over as stuck again, and an
+ * outcome record (see OUTCOME) only by force: a failure's record lets one lease in once its retry
+ * time has come. A grant advances the version, which is the lease's fence. A lease key holding
+ * foreign data (not a string) is removed first. Returns {granted, version, envelope, repaired,
+ * outcome}: the outcome record the key held when refused, or the failure's when granted after it
+ * (false otherwise).
  */
 export const ACQUIRE_LEASE = {
   numberOfKeys: 5,
@@ -218,7 +247,7 @@ export const ACQUIRE_LEASE = {
       takeoverFrom === undefined ? '' : String(takeoverFrom),
       takeover,
     ] as const,
-  lua: `${BUMP}${ENVELOPE_HEADER}${LATER_FORMAT}${SETTLE}
+  lua: `${BUMP}${ENVELOPE_HEADER}${LATER_FORMAT}${SETTLE}${NOW_MS}${OUTCOME}
 local leaseKey, versionKey, valueKey, clearedKey, markerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 -- takeoverFrom: a version, or '' for none; takeover: 'stuck' or 'forced'.
 local token, leaseTtlMs, takeoverFrom, takeover = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -242,21 +271,33 @@ end
 -- A token taken over as stuck (s.<fence>.) lets that holder store its value while it holds: granted
 -- only while the key is at that holder's version. An invalidation since (which revoked the holder's
 -- lease) fences the holder; the follower asks again without a takeover.
+local held = redis.call('GET', leaseKey)
+local kind, retryAt = outcomeOf(held)
+local failed = false
+if kind == 'f' and nowMs() >= retryAt then
+  -- The backoff is over: one lease may go in, and counts the failures on.
+  redis.call('DEL', leaseKey)
+  failed = held
+end
 if string.sub(token, 1, 2) == 's.' and tonumber(takeoverFrom) ~= tonumber(version) then
-  return {0, version, current, repaired}
+  return {0, version, current, repaired, kind and held or false}
 end
 local granted = redis.call('SET', leaseKey, token, 'NX', 'PX', leaseTtlMs)
 if not granted and takeoverFrom ~= '' and tonumber(takeoverFrom) == tonumber(version) then
-  local holder = redis.call('GET', leaseKey) or ''
-  if takeover ~= 'stuck' or string.sub(holder, 1, 2) ~= 's.' then
+  local holder = held or ''
+  local stuck = string.sub(holder, 1, 2) == 's.' or kind ~= nil
+  if takeover ~= 'stuck' or not stuck then
     redis.call('SET', leaseKey, token, 'PX', leaseTtlMs)
     granted = true
+    if kind == 'f' then
+      failed = held
+    end
   end
 end
 if not granted then
-  return {0, version, current, repaired}
+  return {0, version, current, repaired, kind and held or false}
 end
-return {1, bump(versionKey), current, repaired}
+return {1, bump(versionKey), current, repaired, failed}
 `,
 } satisfies RedisScript<AcquireCall>;
 
@@ -273,7 +314,8 @@ export interface FillCall {
  * Writes the envelope only if the key is still at the fence's version (no invalidation, no other
  * grant since the load began), or if the only change since is the lease taken over as stuck from
  * this fence and still held (token `s.<fence>.`: the slow holder's value is as good, and earlier):
- * then under the current version; and never over an envelope of a later format. Releases the lease
+ * then under the current version; and never over an envelope of a later format. A load beside a
+ * pass outcome (token `o.p.<fence>.`) writes only while that outcome is held. Releases the lease
  * if the token still holds it, and notifies (with the envelope when written). Returns 1 if written.
  */
 export const FILL = {
@@ -304,6 +346,12 @@ local lease = redis.pcall('GET', leaseKey)
 local stored = nil
 if isLaterFormat(valueKey) then
   stored = nil
+elseif string.sub(token, 1, 4) == 'o.p.' then
+  -- Loaded beside a pass outcome (passLease): stored only while that outcome is held.
+  if tonumber(version) == tonumber(fence) and type(lease) == 'string' and
+      string.sub(lease, 1, string.len(token)) == token then
+    stored = envelope
+  end
 elseif tonumber(version) == tonumber(fence) then
   stored = envelope
 elseif type(lease) == 'string' and type(version) == 'string' then
@@ -318,7 +366,8 @@ if stored then
   keepCleared(clearedKey, generation, ttlMs)
 end
 local released = lease == token
-if released then
+-- Once the value is stored, an outcome record the rescued holder left is over too.
+if released or (stored and type(lease) == 'string' and string.sub(lease, 1, 2) == 'o.') then
   redis.call('DEL', leaseKey)
 end
 if stored then
@@ -512,6 +561,136 @@ return 0
 `,
 } satisfies RedisScript<ReleaseCall>;
 
+export interface EndLeaseCall {
+  readonly target: ScriptTarget;
+  readonly token: string;
+  readonly fence: number;
+  /** `p` (pass) or `f` (failed), see OUTCOME. */
+  readonly kind: 'p' | 'f';
+  readonly holdMs: number;
+  readonly rememberMs: number;
+  readonly failures: number;
+  readonly payload: string;
+}
+
+/**
+ * Replaces the lease with its load's outcome record (see OUTCOME) if the token still owns it (after
+ * applying a clear, which revokes it), or if it was taken over as stuck from this fence and is still
+ * held (then at the current version): a pass for `holdMs`; a failure whose retry time is `holdMs`
+ * from now, kept `rememberMs` longer. Notifies as a release. Returns 1 if written.
+ */
+export const END_LEASE = {
+  numberOfKeys: 5,
+  args: ({ target, token, fence, kind, holdMs, rememberMs, failures, payload }: EndLeaseCall) =>
+    [
+      target.layout.lease,
+      target.layout.value,
+      target.layout.version,
+      ...settleKeys(target.layout),
+      token,
+      String(fence),
+      kind,
+      wholeMs(holdMs),
+      wholeMs(rememberMs),
+      String(failures),
+      payload,
+      target.channel,
+      keyPart(target.key),
+    ] as const,
+  lua: `${BUMP}${NOTIFY}${ENVELOPE_HEADER}${LATER_FORMAT}${SETTLE}${NOW_MS}
+local leaseKey, valueKey, versionKey, clearedKey, markerKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local token, fence, kind, holdMs, rememberMs = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local failures, payload, channel, keyPart = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+
+settle(valueKey, leaseKey, versionKey, clearedKey, markerKey)
+local lease = redis.call('GET', leaseKey)
+if lease ~= token then
+  -- The holder a takeover rescued (token s.<fence>.) still ends the load, at the takeover's fence:
+  -- the first result answers every waiter.
+  local rescuer = 's.' .. fence .. '.'
+  if type(lease) ~= 'string' or string.sub(lease, 1, string.len(rescuer)) ~= rescuer then
+    return 0
+  end
+  fence = redis.call('GET', versionKey) or fence
+end
+local retryAt, ttlMs = 0, holdMs
+if kind == 'f' then
+  retryAt = nowMs() + holdMs
+  ttlMs = holdMs + rememberMs
+end
+local record = 'o.' .. kind .. '.' .. fence .. '.' .. string.format('%.0f', retryAt) .. '.' .. failures .. '.' .. payload
+redis.call('SET', leaseKey, record, 'PX', math.max(1, ttlMs))
+notify(channel, 'r', fence, keyPart)
+return 1
+`,
+} satisfies RedisScript<EndLeaseCall>;
+
+export interface HedgeCall {
+  /** The reports of the asking processes (a hash) and the hedges that count (a sorted set). */
+  readonly reports: string;
+  readonly granted: string;
+  readonly process: string;
+  readonly loads: number;
+  readonly ticket: string;
+  readonly countsForMs: number;
+  readonly reportMs: number;
+  readonly loadsPerHedge: number;
+  readonly minimum: number;
+}
+
+/**
+ * The cluster's hedge budget (see lib/core/hedge-budget.ts, which this mirrors): records the
+ * process's running loads (on Redis's clock), sums the reports younger than `reportMs`, and grants
+ * the hedge (counted until `countsForMs` from now) while fewer count than
+ * max(minimum, floor(loads / loadsPerHedge)). Both keys expire with what they hold. Returns 1 if
+ * granted.
+ */
+export const HEDGE = {
+  numberOfKeys: 2,
+  args: (call: HedgeCall) =>
+    [
+      call.reports,
+      call.granted,
+      call.process,
+      String(call.loads),
+      call.ticket,
+      wholeMs(call.countsForMs),
+      wholeMs(call.reportMs),
+      String(call.loadsPerHedge),
+      String(call.minimum),
+    ] as const,
+  lua: `${NOW_MS}
+local reportsKey, grantedKey = KEYS[1], KEYS[2]
+local process, loads, ticket, countsForMs = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local reportMs, loadsPerHedge, minimum = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+
+local now = nowMs()
+redis.call('HSET', reportsKey, process, string.format('%d:%.0f', loads, now))
+local total = 0
+local reports = redis.call('HGETALL', reportsKey)
+for i = 1, #reports, 2 do
+  local count, at = string.match(reports[i + 1], '^(%d+):(%d+)$')
+  if count == nil or tonumber(at) + reportMs <= now then
+    redis.call('HDEL', reportsKey, reports[i])
+  else
+    total = total + tonumber(count)
+  end
+end
+redis.call('PEXPIRE', reportsKey, reportMs)
+redis.call('ZREMRANGEBYSCORE', grantedKey, '-inf', now)
+local granted = 0
+if redis.call('ZCARD', grantedKey) < math.max(minimum, math.floor(total / loadsPerHedge)) then
+  redis.call('ZADD', grantedKey, string.format('%.0f', now + countsForMs), ticket)
+  granted = 1
+end
+local last = redis.call('ZRANGE', grantedKey, -1, -1, 'WITHSCORES')
+if last[2] then
+  redis.call('PEXPIREAT', grantedKey, last[2])
+end
+return granted
+`,
+} satisfies RedisScript<HedgeCall>;
+
 export interface ExtendCall {
   readonly layout: RedisKeyLayout;
   readonly token: string;
@@ -546,14 +725,6 @@ end
 return 0
 `,
 } satisfies RedisScript<ExtendCall>;
-
-/** Redis's own clock in milliseconds: index deadlines never depend on a pod's clock. */
-const NOW_MS = `
-local function nowMs()
-  local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-end
-`;
 
 export interface IndexCall {
   /** The index's Redis key (a sorted set). */

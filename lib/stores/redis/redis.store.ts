@@ -2,13 +2,21 @@ import { randomBytes } from 'node:crypto';
 import { Cluster, Command } from 'ioredis';
 import { ClusterNodeErrors } from './cluster-node-errors.js';
 import { parseTimerDuration } from '../../core/duration.js';
-import { type Entry, encodeEntry, lifetimeLeftMs, withVersion } from '../../core/entry.js';
+import {
+  type Entry,
+  decodeEntry,
+  encodeEntry,
+  lifetimeLeftMs,
+  withVersion,
+} from '../../core/entry.js';
+import { HEDGE_MIN, HEDGE_REPORT_MS, LOADS_PER_HEDGE } from '../../core/hedge-budget.js';
 import { SerializationError } from '../../errors/serialization.error.js';
 import { FillSignals } from '../fill-signals.js';
 import {
   type AcquireOptions,
   CORRUPT_ENTRY,
   type FillWatch,
+  type HedgeRequest,
   type HerdStore,
   INVALIDATIONS_KEPT_MS,
   type InvalidationMode,
@@ -16,6 +24,9 @@ import {
   type KeyIndex,
   type Lease,
   type LeaseAttempt,
+  type LeaseEnd,
+  type LoadOutcome,
+  type SharedFailure,
   type StoreHealth,
   type StoreRead,
   type StoreSnapshot,
@@ -41,8 +52,10 @@ import {
   ACQUIRE_LEASE,
   ADD_TO_INDEX,
   CLEAR,
+  END_LEASE,
   EXTEND_LEASE,
   FILL,
+  HEDGE,
   INDEX_MEMBERS,
   INVALIDATED_AT,
   INVALIDATE,
@@ -268,22 +281,31 @@ export class RedisStore implements HerdStore {
     const layout = this.keys.for(key);
     const command = new Command(
       'mget',
-      [layout.value, layout.version, layout.cleared, layout.marker],
+      [layout.value, layout.version, layout.cleared, layout.marker, layout.lease],
       { keyPrefix: this.#client.options.keyPrefix, replyEncoding: 'utf8' },
     );
     const pending = this.#gate.deadline('get', key, (error) => command.reject(error));
     const since = this.#near.mark();
     const answer: Promise<StoreSnapshot> = (
-      command.promise as Promise<[string | null, string | null, string | null, string | null]>
+      command.promise as Promise<
+        [string | null, string | null, string | null, string | null, string | null]
+      >
     ).then(
-      async ([mgetRaw, mgetVersion, cleared, marker]) => {
+      async ([mgetRaw, mgetVersion, cleared, marker, lease]) => {
         this.#gate.settled(pending);
-        // A clear not applied to the key yet: a script applies it and answers instead.
-        const [raw, version] = isClearPending(cleared, marker)
+        // A clear not applied to the key yet: a script applies it (revoking the lease and what it
+        // held) and answers instead.
+        const clearPending = isClearPending(cleared, marker);
+        const [raw, version] = clearPending
           ? await this.#settleRead(key).finally(() => this.#answered(key, read))
           : (this.#answered(key, read), [mgetRaw, mgetVersion]);
         const entry = this.#near.decode(key, raw, since, Number(version ?? 0));
-        return { entry, version: Math.max(Number(version ?? 0), entryVersion(entry)) };
+        const snapshot: StoreSnapshot = {
+          entry,
+          version: Math.max(Number(version ?? 0), entryVersion(entry)),
+        };
+        const outcome = clearPending ? undefined : decodeOutcome(lease);
+        return outcome === undefined ? snapshot : { ...snapshot, outcome };
       },
       (error: unknown) => {
         this.#answered(key, read);
@@ -502,7 +524,7 @@ export class RedisStore implements HerdStore {
       takeover,
     };
     const since = this.#near.mark();
-    const [granted, version, raw, repaired] = await this.#gate.run(
+    const [granted, version, raw, repaired, held] = await this.#gate.run(
       'acquire-lease',
       key,
       () => this.#client.herdGuardAcquire(...ACQUIRE_LEASE.args(call)),
@@ -516,9 +538,51 @@ export class RedisStore implements HerdStore {
       entry,
       version: Math.max(Number(version), entryVersion(entry)),
     };
-    const found = { current, ...(repaired === 1 ? { repaired: true } : {}) };
+    const outcome = decodeOutcome(held);
+    const found = {
+      current,
+      ...(repaired === 1 ? { repaired: true } : {}),
+      ...(outcome === undefined ? {} : { outcome }),
+    };
     if (granted !== 1) return { lease: undefined, ...found };
     return { lease: { key, token, fence: Number(version), ttlMs: grantMs }, ...found };
+  }
+
+  async endLease(lease: Lease, end: LeaseEnd): Promise<boolean> {
+    const { outcome } = end;
+    const call = {
+      target: this.#target(lease.key),
+      token: lease.token,
+      fence: lease.fence,
+      kind: outcome.kind === 'pass' ? ('p' as const) : ('f' as const),
+      holdMs: end.holdMs,
+      rememberMs: end.rememberMs,
+      failures: outcome.kind === 'failed' ? outcome.failures : 0,
+      payload:
+        outcome.kind === 'failed'
+          ? JSON.stringify(outcome.failure)
+          : outcome.entry === undefined
+            ? ''
+            : this.#encode(lease.key, outcome.entry),
+    };
+    const written = await this.#gate.run('release-lease', lease.key, () =>
+      this.#client.herdGuardEndLease(...END_LEASE.args(call)),
+    );
+    return written === 1;
+  }
+
+  async hedge(request: HedgeRequest): Promise<boolean> {
+    const call = {
+      ...this.keys.hedges(),
+      ...request,
+      reportMs: HEDGE_REPORT_MS,
+      loadsPerHedge: LOADS_PER_HEDGE,
+      minimum: HEDGE_MIN,
+    };
+    const granted = await this.#gate.run('hedge', undefined, () =>
+      this.#client.herdGuardHedge(...HEDGE.args(call)),
+    );
+    return granted === 1;
   }
 
   async extendLease(lease: Lease, ttlMs: number): Promise<boolean> {
@@ -745,4 +809,38 @@ function isClearPending(cleared: string | null, marker: string | null): boolean 
 
 function entryVersion(entry: StoreRead): number {
   return entry === undefined || entry === CORRUPT_ENTRY ? 0 : entry.version;
+}
+
+/**
+ * The outcome record a lease key held (`o.<kind>.<fence>.<retryAtMs>.<failures>.<payload>`, see
+ * OUTCOME in redis-scripts.ts), or `undefined` for anything else (a holder's token, nothing, a
+ * record this release cannot read).
+ */
+export function decodeOutcome(held: string | null | undefined): LoadOutcome | undefined {
+  if (typeof held !== 'string') return undefined;
+  const match = /^o\.([pf])\.(\d+)\.\d+\.(\d+)\./.exec(held);
+  if (match === null) return undefined;
+  const fence = Number(match[2]);
+  const payload = held.slice(match[0].length);
+  if (match[1] === 'p') {
+    const entry = payload === '' ? undefined : decodeEntry(payload);
+    return { kind: 'pass', fence, entry };
+  }
+  const failure = decodeFailure(payload);
+  if (failure === undefined) return undefined;
+  return { kind: 'failed', fence, failures: Number(match[3]), failure };
+}
+
+function decodeFailure(payload: string): SharedFailure | undefined {
+  try {
+    const parsed: unknown = JSON.parse(payload);
+    if (typeof parsed !== 'object' || parsed === null) return undefined;
+    const { name, message, timeoutMs } = parsed as Record<string, unknown>;
+    if (typeof name !== 'string' || typeof message !== 'string') return undefined;
+    return typeof timeoutMs === 'number' && timeoutMs > 0
+      ? { name, message, timeoutMs }
+      : { name, message };
+  } catch {
+    return undefined;
+  }
 }

@@ -9,7 +9,7 @@ import {
   MemoryStore,
 } from '../../../lib/index.js';
 import { counted } from '../../helpers/counted.js';
-import { deferred, until } from '../../helpers/deferred.js';
+import { deferred, sleep, until } from '../../helpers/deferred.js';
 import { memoryEngine } from '../../helpers/engine.js';
 
 /** A loader that never settles on its own: it rejects when its signal fires. */
@@ -116,18 +116,23 @@ describe('HerdEngine faults', () => {
 });
 
 describe('HerdEngine lease keep-alive', () => {
-  it("keeps a stuck owner's lease until loaderHardTimeout aborts its loader, then lets it go", async () => {
+  it("keeps a stuck owner's lease until loaderHardTimeout aborts its loader, then shares the timeout for the backoff", async () => {
     const store = new MemoryStore();
     const owner = new HerdEngine({
       store,
-      policy: { leaseTtl: '60ms', loaderHardTimeout: '100ms' },
+      policy: { leaseTtl: '60ms', loaderHardTimeout: '100ms', backoff: { initial: '1s' } },
     });
     const stuck = hanging<string>();
     const owned = owner.getOrLoad('k', stuck).catch((error: unknown) => error);
     await until(() => stuck.calls === 1);
     await expect(owned).resolves.toBeInstanceOf(LoaderTimeoutError);
     const other = new HerdEngine({ store, policy: { waitTimeout: '5s' } });
-    await expect(other.getOrLoad('k', () => 'loaded')).resolves.toBe('loaded');
+    // Within the backoff (at least 0.5 s), the other engine learns the timeout at once.
+    const loader = counted(() => 'loaded');
+    await expect(other.getOrLoad('k', loader)).rejects.toBeInstanceOf(LoaderTimeoutError);
+    expect(loader.calls).toBe(0);
+    await sleep(1_050);
+    await expect(other.getOrLoad('k', loader)).resolves.toBe('loaded');
     expect(other.stats().waits.started).toBe(0);
     await owner.close();
   });

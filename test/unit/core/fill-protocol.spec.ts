@@ -158,15 +158,21 @@ describe('FillProtocol', () => {
     ],
     ['rejects', () => Promise.reject(new Error('db down'))],
   ])(
-    'releases the lease in its finally when the loader %s, so the next fill loads at once',
+    'ends the lease with the failure when the loader %s: a fill within the backoff shares it, the next loads at once',
     async (_how, failing) => {
-      const store = new MemoryStore();
-      const { fill, runtime } = pod(store);
+      const clock = new ManualClock();
+      const store = new MemoryStore({ now: clock.now });
+      const policy: CachePolicy = { backoff: { initial: '1s', max: '1s' } };
+      const { fill, runtime } = pod(store, policy, clock);
       await expect(fill('k', failing)).rejects.toBeInstanceOf(LoaderFailedError);
       await runtime.settled();
-      expect(store.leases).toBe(0);
-      const other = pod(store);
-      await expect(other.fill('k', () => 'loaded')).resolves.toMatchObject({ loaded: true });
+      const other = pod(store, policy, clock);
+      const loader = counted(() => 'loaded');
+      await expect(other.fill('k', loader)).rejects.toThrow('db down');
+      expect(loader.calls).toBe(0);
+      // The delay is drawn between half the initial delay and all of it (0.75 s at 0.5).
+      clock.advance(1_000);
+      await expect(other.fill('k', loader)).resolves.toMatchObject({ loaded: true });
       expect(other.events.map((event) => event.type)).not.toContain('wait');
     },
   );

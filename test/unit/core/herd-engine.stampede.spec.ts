@@ -2,7 +2,7 @@ import { describe, expect, it } from '@jest/globals';
 import { HerdEngine, type HerdEvent, LoaderFailedError, MemoryStore } from '../../../lib/index.js';
 import { asyncReads } from '../../helpers/async-store.js';
 import { counted } from '../../helpers/counted.js';
-import { deferred } from '../../helpers/deferred.js';
+import { deferred, sleep } from '../../helpers/deferred.js';
 import { engineWithClock, memoryEngine } from '../../helpers/engine.js';
 
 describe('HerdEngine under a stampede', () => {
@@ -34,8 +34,8 @@ describe('HerdEngine under a stampede', () => {
     expect(engine.stats().coalesced).toBe(999);
   });
 
-  it('gives all 1,000 callers the typed error when the loader throws, and runs the loader again on the next call', async () => {
-    const engine = memoryEngine();
+  it('gives all 1,000 callers the typed error when the loader throws, and runs the loader again after the backoff', async () => {
+    const engine = memoryEngine({ policy: { backoff: { initial: '40ms', max: '40ms' } } });
     const gate = deferred<string>();
     const loader = counted(() => gate.promise);
     const reads = Array.from({ length: 1_000 }, () =>
@@ -50,6 +50,7 @@ describe('HerdEngine under a stampede', () => {
       ),
     ).toBe(true);
     expect(loader.calls).toBe(1);
+    await sleep(50);
     await expect(engine.getOrLoad('k', () => 'recovered')).resolves.toBe('recovered');
   });
 
