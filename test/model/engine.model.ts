@@ -31,7 +31,12 @@ import { sleep, until } from '../helpers/deferred.js';
 
 export type BaseKey = 'a' | 'b';
 export type Key = BaseKey | 'd';
-type Plan = 'fast' | 'slow' | 'slower' | 'fail' | 'hang';
+type Plan = 'fast' | 'slow' | 'slower' | 'crawl' | 'fail' | 'hang';
+/**
+ * A bad day: `slow`, every load takes longer than a holder may before it is deemed stuck (so
+ * followers hedge); `failing`, every load fails.
+ */
+type Backend = 'slow' | 'failing';
 
 type Step =
   | {
@@ -56,6 +61,8 @@ export interface Scenario {
   readonly offsetsMs: readonly number[];
   readonly steps: ReadonlyArray<{ readonly gapMs: number; readonly step: Step }>;
   readonly plans: readonly Plan[];
+  /** When set, every load behaves so (the plans are ignored). */
+  readonly backend?: Backend | null;
   /** How late each pod hears notifications (stores with notifications only). */
   readonly notificationDelaysMs?: readonly number[];
 }
@@ -94,6 +101,10 @@ export const MODEL_POLICY: CachePolicy = {
   backoff: { initial: 20, max: 50 },
 };
 const LEASE_TTL_MS = 100;
+/** A load on a slow backend: past waitTimeout (a holder is deemed stuck), within loaderHardTimeout. */
+const CRAWL_MS = 180;
+/** The shortest backoff after a failed load: half of MODEL_POLICY's initial delay. */
+const BACKOFF_MIN_MS = 10;
 const TAG = 'base';
 
 /** The pod a read ran on and when it started (monotonic ms). */
@@ -215,6 +226,7 @@ function scenarioArbitrary(options: ModelOptions): fc.Arbitrary<Scenario> {
       minLength: 1,
       maxLength: 12,
     }),
+    backend: fc.option(fc.constantFrom<Backend>('slow', 'failing'), { freq: 4 }),
     notificationDelaysMs: fc.array(fc.constantFrom(...delays), {
       minLength: pods,
       maxLength: pods,
@@ -246,13 +258,27 @@ class Model {
     b: [],
     d: [],
   };
+  /** Leased loads that started beside another one of their key that nothing revoked (hedges). */
+  hedges = 0;
+  /**
+   * Per key: its last leased load that failed: the tick its operation was issued at, and when it
+   * failed (monotonic ms).
+   */
+  readonly #failedAt: Partial<Record<Key, Since>> = {};
   /** Restarts of the store (ticks), which lose what was acknowledged before them. */
   readonly #restarts: Array<{ start: number; end: number | undefined }> = [];
   /** Derived values built from a superseded input, by id, with why. */
   readonly #superseded = new Map<number, string>();
   readonly violations: string[] = [];
 
-  constructor(private readonly otherPodsLagMs = 0) {}
+  /**
+   * `faultless`: the scenario stalls and restarts nothing, so each failed load's outcome reaches
+   * the store (then the next attempt waits for the backoff).
+   */
+  constructor(
+    private readonly otherPodsLagMs = 0,
+    private readonly faultless = false,
+  ) {}
 
   tick(): number {
     return (this.#clock += 1);
@@ -357,9 +383,24 @@ class Model {
    * was granted (an invalidation or refresh() that had not resolved before the older one's
    * operation began), or may have lapsed (granted more than a lease TTL ago).
    */
-  loadStarted(key: Key, fence: number | undefined, since: Since): () => void {
+  loadStarted(key: Key, fence: number | undefined, since: Since): (failed: boolean) => void {
     if (fence === undefined) return () => undefined;
     const now = performance.now();
+    const failedAt = this.#failedAt[key];
+    if (this.faultless && failedAt !== undefined && now - failedAt.ms < BACKOFF_MIN_MS - 1) {
+      // After a failure, the cluster's next attempt waits for the backoff, unless something
+      // revoked the key since (an invalidation, refresh(), a restart).
+      const revoked = this.#revocations[key].some(
+        (revocation) =>
+          revocation.resolvedAt === undefined || revocation.resolvedAt > failedAt.tick,
+      );
+      if (!revoked) {
+        this.violations.push(
+          `${key}: loaded again ${Math.round(now - failedAt.ms)} ms after a failed load, within the backoff`,
+        );
+      }
+    }
+    let hedge = false;
     for (const other of this.#running[key]) {
       if (other.fence === fence) {
         this.violations.push(`${key}: two loads under the same lease (fence ${fence})`);
@@ -370,16 +411,19 @@ class Model {
         (revocation) => revocation.resolvedAt === undefined || revocation.resolvedAt > older.tick,
       );
       const lapsed = now - older.ms >= LEASE_TTL_MS;
+      if (!revoked) hedge = true;
       if (!revoked && !lapsed) {
         this.violations.push(
           `${key}: two leased loads at once (fences ${other.fence}, ${fence}) with nothing revoking the first`,
         );
       }
     }
+    if (hedge) this.hedges += 1;
     const load = { fence, since };
     this.#running[key].push(load);
-    return () => {
+    return (failed) => {
       this.#running[key] = this.#running[key].filter((running) => running !== load);
+      if (failed) this.#failedAt[key] = { tick: since.tick, ms: performance.now() };
     };
   }
 
@@ -431,6 +475,14 @@ class Model {
   }
 }
 
+/** Whether a loader's error is a failed load (not one stopped because it was fenced or closed). */
+function failedLoad(error: unknown): boolean {
+  return !(
+    error instanceof Error &&
+    (error.name === 'LoadFencedError' || error.name === 'ClosedError')
+  );
+}
+
 /** Runs one scenario on a fresh cluster and returns what it violated (empty when all held). */
 async function runScenario(
   scenario: Scenario,
@@ -442,21 +494,27 @@ async function runScenario(
     notificationDelaysMs: scenario.notificationDelaysMs ?? [],
   });
   const { engines } = cluster;
-  const model = new Model(options.otherPodsLagMs);
+  const faultless = scenario.steps.every(
+    ({ step }) => step.op !== 'stall' && step.op !== 'restart',
+  );
+  const model = new Model(options.otherPodsLagMs, faultless);
   let nextPlan = 0;
   let nextDerived = 0;
   const plan = (): Plan => scenario.plans[nextPlan++ % scenario.plans.length]!;
   const pending: Array<Promise<unknown>> = [];
   const clockOf = (pod: number) => () => Date.now() + (scenario.offsetsMs[pod] ?? 0);
 
+  const { backend } = scenario;
   const behave = async (context: LoadContext<unknown>): Promise<void> => {
-    switch (plan()) {
+    switch (backend === 'slow' ? 'crawl' : backend === 'failing' ? 'fail' : plan()) {
       case 'fast':
         return;
       case 'slow':
         return sleep(30);
       case 'slower':
         return sleep(150);
+      case 'crawl':
+        return sleep(CRAWL_MS);
       case 'fail':
         throw new Error('backend failed');
       case 'hang':
@@ -474,9 +532,11 @@ async function runScenario(
       try {
         const value = { key, dbv: model.db[key] };
         await behave(context);
+        done(false);
         return value;
-      } finally {
-        done();
+      } catch (error) {
+        done(failedLoad(error));
+        throw error;
       }
     };
   const derivedLoader =
@@ -498,9 +558,11 @@ async function runScenario(
           { value: b, readAt: bReadAt },
         ]);
         await behave(context);
+        done(false);
         return { a, b, id };
-      } finally {
-        done();
+      } catch (error) {
+        done(failedLoad(error));
+        throw error;
       }
     };
   const expectTyped = (error: unknown): void => {
@@ -629,6 +691,10 @@ async function runScenario(
     );
     if (cluster.watchers() !== 0)
       model.violations.push(`${cluster.watchers()} fill watches left registered`);
+    // A backend slow for every key is hedged within the budget: one hedge per window here (far
+    // fewer than ten loads run at once).
+    if (backend === 'slow' && faultless && model.hedges > 1)
+      model.violations.push(`slow backend: ${model.hedges} hedged loads, the budget allows 1`);
   } finally {
     await cluster.close();
   }
@@ -764,5 +830,59 @@ const REGRESSIONS: readonly Scenario[] = [
       { gapMs: 7, step: { op: 'refresh', pod: 0, key: 'a' } },
     ],
     plans: ['fast'],
+  },
+  // Found by the model (shrunk): after a clear() resolved on pod 0, Redis stalled; reads of a there
+  // (the store unreadable) joined the load that began before the clear and got its value.
+  {
+    offsetsMs: [-5000, -5000],
+    steps: [
+      { gapMs: 1, step: { op: 'read', pod: 0, key: 'a', timeoutMs: null } },
+      { gapMs: 7, step: { op: 'clear', pod: 0, how: 'expire' } },
+      { gapMs: 0, step: { op: 'stall', durationMs: 115 } },
+      update(0, 'a', 'set', 1),
+      read(0, 'a', 3),
+      { gapMs: 1, step: { op: 'read', pod: 0, key: 'a', timeoutMs: 24 } },
+      read(1, 'b', 3),
+      { gapMs: 0, step: { op: 'read', pod: 0, key: 'a', timeoutMs: 19 } },
+      update(2, 'b', 'expire', 1),
+      { gapMs: 2, step: { op: 'read', pod: 2, key: 'a', timeoutMs: 1 } },
+      read(0, 'b'),
+    ],
+    plans: ['slow', 'fail'],
+  },
+  // A backend slow for every key: followers deem holders stuck, and the budget allows one hedge.
+  {
+    offsetsMs: [0, 0, 0],
+    steps: [
+      read(0, 'a'),
+      read(1, 'a'),
+      read(2, 'a'),
+      read(0, 'b', 1),
+      read(1, 'd'),
+      read(2, 'b', 2),
+      update(0, 'a', 'set', 50),
+      read(1, 'a', 5),
+      read(2, 'd', 5),
+    ],
+    plans: ['fast'],
+    backend: 'slow',
+  },
+  // A backend failing for every key: every waiter gets the failure, one attempt per backoff step.
+  {
+    offsetsMs: [0, 5_000, 0],
+    steps: [
+      read(0, 'a'),
+      read(1, 'a'),
+      read(2, 'a', 1),
+      read(0, 'd', 5),
+      read(1, 'a', 15),
+      read(2, 'a', 15),
+      update(1, 'a', 'expire'),
+      read(0, 'a', 1),
+      read(1, 'b', 40),
+      read(2, 'd'),
+    ],
+    plans: ['fast'],
+    backend: 'failing',
   },
 ];
