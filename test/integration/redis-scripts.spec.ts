@@ -4,6 +4,8 @@ import {
   ACQUIRE_LEASE,
   ADD_TO_INDEX,
   EXTEND_LEASE,
+  END_LEASE,
+  HEDGE,
   FILL,
   INDEX_MEMBERS,
   INVALIDATED_AT,
@@ -419,6 +421,82 @@ describe('RELEASE_LEASE (KEYS lease; ARGV token, channel, key part, fence)', () 
     await expect(release('holder')).resolves.toBe(1);
     await expect(client.exists(keys.lease)).resolves.toBe(0);
     await expect(published()).resolves.toEqual([`r:${V}:${KEY_PART}`]);
+  });
+});
+
+describe('END_LEASE (KEYS lease, value, version; ARGV token, fence, kind, hold ms, remember ms, failures, payload, channel, key part)', () => {
+  const end = (token: string, kind: 'p' | 'f', holdMs: number, rememberMs: number) => {
+    const call = {
+      target: target(),
+      token,
+      fence: V,
+      kind,
+      holdMs,
+      rememberMs,
+      failures: 1,
+      payload: '{"name":"Error","message":"db down"}',
+    };
+    return evalScript(END_LEASE, call, {
+      keys: [keys.lease, keys.value, keys.version, keys.cleared, keys.marker],
+      argv: [token, String(V), kind, holdMs, rememberMs, '1', call.payload, keys.channel, KEY_PART],
+    });
+  };
+
+  it('replaces the lease it owns with the failure, retry time from now, kept for the longest backoff too', async () => {
+    await client.set(keys.version, String(V));
+    await client.set(keys.lease, 't1');
+    const before = Date.now();
+    await expect(end('t1', 'f', 1_000, 30_000)).resolves.toBe(1);
+    const record = (await client.get(keys.lease))!;
+    const match = /^o\.f\.(\d+)\.(\d+)\.1\.(.*)$/.exec(record);
+    expect(match?.[1]).toBe(String(V));
+    expect(Number(match?.[2])).toBeGreaterThanOrEqual(before + 1_000 - 50);
+    expect(match?.[3]).toBe('{"name":"Error","message":"db down"}');
+    expect(await client.pttl(keys.lease)).toBeGreaterThan(30_000);
+    await expect(published()).resolves.toEqual([`r:${V}:${KEY_PART}`]);
+  });
+
+  it('leaves a pass for its hold only, and writes nothing for a lease it does not own', async () => {
+    await client.set(keys.version, String(V));
+    await client.set(keys.lease, 'other');
+    await expect(end('t1', 'p', 1_000, 0)).resolves.toBe(0);
+    await expect(client.get(keys.lease)).resolves.toBe('other');
+    await client.set(keys.lease, 't1');
+    await expect(end('t1', 'p', 1_000, 0)).resolves.toBe(1);
+    await expect(client.get(keys.lease)).resolves.toMatch(new RegExp(`^o\\.p\\.${V}\\.`));
+    expect(await client.pttl(keys.lease)).toBeLessThanOrEqual(1_000);
+  });
+});
+
+describe('HEDGE (KEYS reports, granted; ARGV process, loads, ticket, counts for ms, report ms, loads per hedge, minimum)', () => {
+  const hedge = (process: string, loads: number, ticket: string) => {
+    const call = {
+      reports: `${keys.lease}:hp`,
+      granted: `${keys.lease}:hg`,
+      process,
+      loads,
+      ticket,
+      countsForMs: 10_000,
+      reportMs: 2_000,
+      loadsPerHedge: 10,
+      minimum: 1,
+    };
+    return evalScript(HEDGE, call, {
+      keys: [call.reports, call.granted],
+      argv: [process, String(loads), ticket, 10_000, 2_000, '10', '1'],
+    });
+  };
+
+  it('grants one hedge, or one per ten loads the processes reported, each counted for its window', async () => {
+    await expect(hedge('pod-a', 12, 't1')).resolves.toBe(1);
+    await expect(hedge('pod-a', 12, 't2')).resolves.toBe(0);
+    await expect(hedge('pod-b', 9, 't3')).resolves.toBe(1);
+    await expect(hedge('pod-b', 9, 't4')).resolves.toBe(0);
+    await expect(client.zcard(`${keys.lease}:hg`)).resolves.toBe(2);
+    const ttl = await client.pttl(`${keys.lease}:hg`);
+    expect(ttl).toBeGreaterThan(9_000);
+    expect(ttl).toBeLessThanOrEqual(10_000);
+    expect(await client.pttl(`${keys.lease}:hp`)).toBeLessThanOrEqual(2_000);
   });
 });
 

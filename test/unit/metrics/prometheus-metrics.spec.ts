@@ -105,6 +105,35 @@ describe('PrometheusMetrics', () => {
     await Promise.all([owner.close(), follower.close()]);
   });
 
+  it('counts a takeover the hedge budget refused: two stuck holders at once, one hedge', async () => {
+    const registry = new Registry();
+    const store = new MemoryStore();
+    const owner = new HerdEngine({ store, policy: { leaseTtl: '10s' } });
+    const follower = new HerdEngine({ store, policy: { waitTimeout: '30ms' } });
+    const metrics = await PrometheusMetrics.create(follower, { registry });
+    const count = async (name: string): Promise<number | undefined> =>
+      sample(await registry.metrics(), name, { cache: 'default' });
+    expect(await count('herd_guard_hedges_refused_total')).toBe(0);
+    const gate = deferred<string>();
+    const stuck = [
+      owner.getOrLoad('a', () => gate.promise),
+      owner.getOrLoad('b', () => gate.promise),
+    ];
+    await flush();
+    const answers = await Promise.allSettled([
+      follower.getOrLoad('a', async () => 'taken over'),
+      follower.getOrLoad('b', async () => 'taken over'),
+    ]);
+    // One of them was hedged; the budget (one hedge per 10 s here) refused the other, which gave up.
+    expect(answers.filter((answer) => answer.status === 'fulfilled')).toHaveLength(1);
+    expect(await count('herd_guard_lease_takeovers_total')).toBe(1);
+    expect(await count('herd_guard_hedges_refused_total')).toBeGreaterThanOrEqual(1);
+    gate.resolve('late');
+    await Promise.allSettled(stuck);
+    metrics.close();
+    await Promise.all([owner.close(), follower.close()]);
+  });
+
   it('exports every counter series with a known label value at 0 before its first event', async () => {
     const registry = new Registry();
     const metrics = await PrometheusMetrics.create(memoryEngine(), { registry });
