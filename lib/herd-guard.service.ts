@@ -167,8 +167,8 @@ export class HerdGuardService {
 
   /**
    * Invalidates every key of this cache (its namespace) in one step, without listing them:
-   * `'expire'` (default) marks them stale (each is served stale once while one refresh runs, and
-   * still as a fail-safe), `'delete'` removes them (the next read of each waits for a load). Loads
+   * `'expire'` (default) marks them stale (each is served stale to every read until its one refresh
+   * lands, and still as a fail-safe), `'delete'` removes them (the next read of each waits for a load). Loads
    * running on any pod are fenced; nothing loaded before the call is served as fresh after it.
    *
    * @throws {ConfigurationError} `mode` is neither `'expire'` nor `'delete'`, or the store cannot

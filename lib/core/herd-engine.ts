@@ -258,7 +258,7 @@ export class HerdEngine {
 
   /**
    * Invalidates every key of the cache in one step, without listing them: `expire` (default) marks
-   * them stale (each is served stale once while one refresh runs), `delete` removes them. Loads
+   * them stale (each is served stale to every read until its one refresh lands), `delete` removes them. Loads
    * running on any pod are fenced, as by {@link expire} and {@link delete}.
    */
   async clear(mode: ClearMode = 'expire'): Promise<void> {

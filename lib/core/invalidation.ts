@@ -4,7 +4,7 @@ import type { Entry } from './entry.js';
 import type { HerdStore, InvalidationMode, KeyIndex } from './herd-store.interface.js';
 import { type ResolvedPolicy, maxLifetimeMs } from './policy.js';
 
-/** How `clear()` leaves every key: marked stale (served stale once, refreshed) or removed. */
+/** How `clear()` leaves every key: marked stale (served stale until its one refresh lands) or removed. */
 export type ClearMode = 'expire' | 'delete';
 
 const CLEAR_MODES: Readonly<Record<ClearMode, InvalidationMode>> = {

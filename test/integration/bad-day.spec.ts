@@ -11,6 +11,8 @@ import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
 let server: RedisServer;
 let pods: Pod[] = [];
 let run = 0;
+/** What each case measured: printed as a table with HERD_REPORT=1 (the README cites it). */
+const figures: Array<Record<string, string | number>> = [];
 
 beforeAll(async () => {
   server = await RedisServer.start();
@@ -23,7 +25,11 @@ afterEach(async () => {
 
 afterAll(async () => {
   await stopAllRedisServers();
+  if (process.env['HERD_REPORT'] === '1') console.table(figures);
 });
+
+const lastMs = (answers: ReadonlyArray<{ atMs: number }>): number =>
+  Math.round(Math.max(...answers.map((answer) => answer.atMs)));
 
 async function cluster(count: number, policy: CachePolicy): Promise<Pod[]> {
   pods = await startPods({ count, namespace: `bad-day${(run += 1)}`, url: server.url, policy });
@@ -92,6 +98,11 @@ describe('a backend that slows down for every key at once', () => {
         ),
       ),
     );
+    figures.push({
+      case: 'slow backend: 20 keys, 4 pods x 5 callers, loads 50 ms -> 2 s',
+      loads: backend.total,
+      'last answer (ms)': lastMs(answers),
+    });
     expect(answers.filter((answer) => !answer.ok)).toEqual([]);
     // At most 10 % more loads than keys (the hedge budget), where a takeover per key doubled them.
     expect(backend.total).toBeLessThanOrEqual(keys.length * 1.1);
@@ -127,6 +138,14 @@ describe('a hung owner of a cold key', () => {
           Array.from({ length: 100 }, () => timed(engine.getOrLoad('cold', quick), startedAt)),
         ),
     );
+    const times = answers.map((answer) => answer.atMs);
+    figures.push({
+      case: 'hung owner of a cold key: 7 pods x 100 callers, 100 ms loader',
+      loads: hungLoads + loads,
+      'p50 (ms)': Math.round(percentile(times, 50)),
+      'p99 (ms)': Math.round(percentile(times, 99)),
+      'last answer (ms)': lastMs(answers),
+    });
     expect(answers.filter((answer) => !answer.ok)).toEqual([]);
     expect(answers.every((answer) => answer.value === 'loaded')).toBe(true);
     expect(hungLoads + loads).toBeLessThanOrEqual(2);
@@ -161,6 +180,11 @@ describe('a value its loader marks doNotCache', () => {
         Array.from({ length: 10 }, () => timed(engine.getOrLoad('admin', uncacheable), startedAt)),
       ),
     );
+    figures.push({
+      case: 'doNotCache (2.2 s load), 6 pods x 10 callers: first herd',
+      loads,
+      'last answer (ms)': lastMs(first),
+    });
     expect(first.filter((answer) => !answer.ok)).toEqual([]);
     expect(new Set(first.map((answer) => answer.value))).toEqual(new Set(['answer #1']));
     // One load, and at most one hedge of it (a cold key's load is hedged after a second, within
@@ -175,6 +199,11 @@ describe('a value its loader marks doNotCache', () => {
         Array.from({ length: 10 }, () => timed(engine.getOrLoad('admin', uncacheable), startedAt)),
       ),
     );
+    figures.push({
+      case: 'doNotCache: the next herd (loads beside each other)',
+      loads: loads - afterFirst,
+      'last answer (ms)': lastMs(second),
+    });
     expect(second.filter((answer) => !answer.ok)).toEqual([]);
     expect(loads).toBe(afterFirst + pods.length);
     expect(Math.max(...second.map((answer) => answer.atMs))).toBeLessThanOrEqual(loadMs + 200);
@@ -198,6 +227,11 @@ describe('a cold load that fails', () => {
         Array.from({ length: 10 }, () => timed(engine.getOrLoad('report', failing), startedAt)),
       ),
     );
+    figures.push({
+      case: 'failing cold load (fails after 2 s), 6 pods x 10 callers',
+      loads: attempts,
+      'last answer (ms)': lastMs(answers),
+    });
     // One attempt, and at most one hedge of it within the hedge budget; every caller gets the
     // first attempt's error.
     expect(attempts).toBeLessThanOrEqual(2);
@@ -212,6 +246,11 @@ describe('a cold load that fails', () => {
     const during = await Promise.all(
       pods.map(({ engine }) => timed(engine.getOrLoad('report', failing), performance.now())),
     );
+    figures.push({
+      case: 'failing: a read on each pod within the backoff',
+      loads: attempts - firstStep,
+      'last answer (ms)': lastMs(during),
+    });
     expect(during.every((answer) => !answer.ok && answer.atMs < 200)).toBe(true);
     expect(attempts).toBe(firstStep);
     // After the backoff, one attempt for the whole cluster.
