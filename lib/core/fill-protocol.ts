@@ -43,6 +43,8 @@ export const RECHECK_INTERVAL_MS = 250;
 /** The shortest wait before extending a lease again after an extension failed. */
 const MIN_EXTEND_RETRY_MS = 50;
 
+/** The hedge a takeover of a holder that outlasted the whole waitTimeout is, whatever the budget. */
+const PAST_WAIT_TIMEOUT = 'past-wait-timeout';
 /** A follower the hedge budget refused asks again after this long. */
 const HEDGE_ASK_AGAIN_MS = 1_000;
 
@@ -106,6 +108,8 @@ export class FillProtocol {
   readonly #backoff: Backoff;
   /** Fills running, superseded ones included; `settled()` waits for them. */
   readonly #fills = new Set<Promise<Fill>>();
+  /** Loads running, one answered early included (see `#load`); `settled()` waits for them too. */
+  readonly #loads = new Set<Promise<Fill>>();
   /** Fill watches of followers; `stop()` ends their waits. */
   readonly #watches = new Set<FillWatch>();
   /** One per running loader; `stop()` aborts them. */
@@ -170,7 +174,7 @@ export class FillProtocol {
 
   /** Resolves once every fill running now has ended. */
   async settled(): Promise<void> {
-    await Promise.allSettled([...this.#fills]);
+    await Promise.allSettled([...this.#fills, ...this.#loads]);
   }
 
   async #run<T>(request: FillRequest<T>): Promise<Fill> {
@@ -189,8 +193,8 @@ export class FillProtocol {
        */
       let holder: { version: number; since: number } | undefined;
       /**
-       * Set when the holder made no progress within waitTimeout: the next attempt takes its lease
-       * over, as the hedge `hedge` the budget granted.
+       * Set when the holder is deemed stuck: the next attempt takes its lease over, as the hedge
+       * `hedge` the budget granted (or {@link PAST_WAIT_TIMEOUT}, without the budget's word).
        */
       let takeover: { from: number; hedge: string } | undefined;
       /**
@@ -241,13 +245,17 @@ export class FillProtocol {
           // every key spends it at once). The compare-and-set on its version lets one caller in the
           // cluster win; the others then wait for that one, and a lease taken over this way is not
           // taken over again (a slow load is replaced once).
-          const granted = await this.#hedges.take(key);
+          // A holder that outlasts the whole waitTimeout is taken over in any case, as it was
+          // before takeovers had a budget: a second hung key is not left to its waiters' timeout.
+          const granted =
+            (await this.#hedges.take(key)) ??
+            (now - holder.since >= policy.waitTimeoutMs ? PAST_WAIT_TIMEOUT : undefined);
           if (granted !== undefined) {
             takeover = { from: holder.version, hedge: granted };
             triedFrom = holder.version;
             continue;
           }
-          hedgeAskAt = now + HEDGE_ASK_AGAIN_MS;
+          hedgeAskAt = Math.min(now + HEDGE_ASK_AGAIN_MS, holder.since + policy.waitTimeoutMs);
         }
         // The owner's notification wakes us; the store is re-checked anyway (a notification is a
         // hint).
@@ -284,7 +292,29 @@ export class FillProtocol {
    * held for the backoff), so every process learns it at once. The lease is given back in the one
    * `finally` below.
    */
-  async #load<T>(request: FillRequest<T>, grant: Grant | undefined, beside?: Lease): Promise<Fill> {
+  #load<T>(request: FillRequest<T>, grant: Grant | undefined, beside?: Lease): Promise<Fill> {
+    let answer!: { resolve: (fill: Fill) => void; reject: (error: unknown) => void };
+    const answered = new Promise<Fill>((resolve, reject) => {
+      answer = { resolve, reject };
+    });
+    // Answered by the load, or earlier by another load's failure (the load then goes on).
+    const work = this.#loadAndStore(request, grant, beside, answer.reject);
+    work.then(answer.resolve, answer.reject);
+    const loads = this.#loads;
+    loads.add(work);
+    const ended = (): void => {
+      loads.delete(work);
+    };
+    work.then(ended, ended);
+    return answered;
+  }
+
+  async #loadAndStore<T>(
+    request: FillRequest<T>,
+    grant: Grant | undefined,
+    beside: Lease | undefined,
+    answerEarly: (error: unknown) => void,
+  ): Promise<Fill> {
     const { key, policy } = request;
     const runtime = this.#runtime;
     const lease = grant?.lease;
@@ -324,6 +354,8 @@ export class FillProtocol {
       let loaded: LoadedValue<T> | undefined;
       /** What another load answered first (see #replacementOf). */
       let replaced: Entry | LoadOutcome | undefined;
+      /** The loaded value as stored (see `storable`). */
+      let value: unknown;
       try {
         const running = this.#runLoader(request, stale, lease, controller);
         const first =
@@ -334,11 +366,26 @@ export class FillProtocol {
           // The watch ended first (the engine is closing): the loader's outcome decides.
           loaded = await running;
         } else if ('scope' in outcome) loaded = outcome;
-        else {
+        else if ('kind' in outcome && outcome.kind === 'failed') {
+          // The other load failed first: its failure answers this load's callers at once (one answer
+          // releases every waiter), and this loader goes on: a value it loads replaces the failure.
+          answerEarly(sharedFailure(key, outcome.failure));
+          loaded = await running;
+        } else {
           // Replaced: this load's value could not be stored any more; its loader is told to stop.
           controller.abort(new LoadFencedError(key));
           runtime.emit({ type: 'load-fenced', key, background: request.mode === 'background' });
           replaced = outcome;
+        }
+        // What every pod will read back (this one too): a value that cannot be stored fails here,
+        // as the loader's failure (every pod would fail alike).
+        if (loaded !== undefined) {
+          const { choice } = loaded;
+          value = storable(
+            key,
+            choice.unchanged === undefined ? loaded.value : choice.unchanged.value,
+            choice.policy.serializer,
+          );
         }
       } catch (error) {
         // Stopped by close() or fenced: not the loader's failure, and nothing to back off from.
@@ -410,12 +457,6 @@ export class FillProtocol {
         !unindexed && (await this.#invalidatedWhileLoading(key, lateTags, loadStartedAtMonotonic));
       const now = runtime.now();
       const version = writer?.fence ?? request.cell.version;
-      // What every pod will read back (this one too): a value that cannot be stored fails here.
-      const value = storable(
-        key,
-        choice.unchanged === undefined ? loaded.value : choice.unchanged.value,
-        chosen.serializer,
-      );
       const { random } = runtime;
       const entry = newEntry({
         value,
@@ -645,12 +686,15 @@ export class FillProtocol {
         const entry = seen.version >= newest ? runtime.decoded(key, seen.entry) : undefined;
         if (entry !== undefined && entry.version >= newest && isFresh(entry, runtime.now()))
           return entry;
-        // A takeover's callers take the answer the holder it replaced ended with, too: its failure,
-        // or its value not to be cached.
+        // How the other load ended answers too (the holder a takeover replaced, or the takeover of
+        // this load): its failure, or its value not to be cached.
         const { outcome } = seen;
-        if (hedge !== undefined && outcome !== undefined && outcome.fence >= fence) {
-          if (outcome.kind === 'failed' || outcome.entry !== undefined) return outcome;
-        }
+        if (
+          outcome !== undefined &&
+          outcome.fence >= newest &&
+          (outcome.kind === 'failed' || outcome.entry !== undefined)
+        )
+          return outcome;
       }
     })();
     return {

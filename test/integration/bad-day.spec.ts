@@ -259,3 +259,31 @@ describe('a cold load that fails', () => {
     expect(attempts).toBe(firstStep + 1);
   }, 60_000);
 });
+
+describe('a loader whose value cannot be stored', () => {
+  it('fails every waiter of every pod at once, as a failed load, not one pod after another', async () => {
+    await cluster(4, { waitTimeout: '20s', serializer: 'json' });
+    const loadMs = 700;
+    let loads = 0;
+    const unstorable = async (): Promise<unknown> => {
+      loads += 1;
+      await sleep(loadMs);
+      // The json serializer refuses a Date (it would read back as a string).
+      return { at: new Date() };
+    };
+    const startedAt = performance.now();
+    const answers = await Promise.all(
+      pods.flatMap(({ engine }) =>
+        Array.from({ length: 5 }, () => timed(engine.getOrLoad('bad', unstorable), startedAt)),
+      ),
+    );
+    figures.push({
+      case: 'a value the serializer refuses (700 ms load), 4 pods x 5 callers',
+      loads,
+      'last answer (ms)': lastMs(answers),
+    });
+    expect(answers.every((answer) => !answer.ok)).toBe(true);
+    expect(loads).toBe(1);
+    expect(Math.max(...answers.map((answer) => answer.atMs))).toBeLessThanOrEqual(loadMs + 200);
+  }, 30_000);
+});

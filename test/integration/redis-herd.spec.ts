@@ -281,7 +281,7 @@ describe('Redis store: lease and write safety', () => {
     ['v8', 'a function', { n: 1, run: () => 1 }, '$.run'],
     ['json', 'a BigInt', { n: 10n }, '$.n'],
   ] as const)(
-    'fails fast with a typed error naming where a value the %s serializer cannot hold (%s) is, and writes nothing',
+    'fails fast with a typed error naming where a value the %s serializer cannot hold (%s) is, and writes nothing but the failure, held for the backoff',
     async (serializer, _what, value, path) => {
       pods = await startPods({
         count: 1,
@@ -297,9 +297,13 @@ describe('Redis store: lease and write safety', () => {
       await expect(Promise.resolve(pods[0]!.store.get('bad'))).resolves.toMatchObject({
         entry: undefined,
       });
-      await expect(
-        pods[0]!.store.acquireLease('bad', 1_000).then((attempt) => attempt.lease),
-      ).resolves.toBeDefined();
+      // Every pod would fail alike: the failure answers the cluster until the backoff is over.
+      const attempt = await pods[0]!.store.acquireLease('bad', 1_000);
+      expect(attempt.lease).toBeUndefined();
+      expect(attempt.outcome).toMatchObject({
+        kind: 'failed',
+        failure: { name: 'SerializationError' },
+      });
     },
   );
 

@@ -243,12 +243,14 @@ export class MemoryStore implements HerdStore {
     if (held === undefined || held.expiresAt <= now) return false;
     // The holder a takeover rescued still ends the load, at the takeover's fence: the first result
     // answers every waiter.
-    if (held.token !== lease.token && held.rescuedFrom !== lease.fence) return false;
+    if (held.token !== lease.token && (held.rescuedFrom !== lease.fence || held.outcome))
+      return false;
     const failed = end.outcome.kind === 'failed';
     this.#leases.set(lease.key, {
       token: '',
       fence: held.fence,
-      rescuedFrom: undefined,
+      // A takeover's failure leaves the holder it rescued free to store its value over it.
+      rescuedFrom: failed && held.token === lease.token ? held.rescuedFrom : undefined,
       expiresAt: now + end.holdMs + (failed ? end.rememberMs : 0),
       outcome: { ...end.outcome, fence: held.fence },
       retryAt: failed ? now + end.holdMs : undefined,

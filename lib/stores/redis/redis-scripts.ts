@@ -355,9 +355,14 @@ elseif string.sub(token, 1, 4) == 'o.p.' then
 elseif tonumber(version) == tonumber(fence) then
   stored = envelope
 elseif type(lease) == 'string' and type(version) == 'string' then
-  -- Taken over as stuck from this fence (the token RedisStore.acquireLease builds) and still held.
+  -- Taken over as stuck from this fence (the token RedisStore.acquireLease builds) and still held,
+  -- or ended by that takeover's failure (which names this fence, see END_LEASE).
   local rescuer = 's.' .. fence .. '.'
-  if string.sub(lease, 1, string.len(rescuer)) == rescuer then
+  local failedTakeover = 'o.f.' .. version .. '.'
+  local naming = ',"r":"' .. fence .. '"}'
+  if string.sub(lease, 1, string.len(rescuer)) == rescuer or
+      (string.sub(lease, 1, string.len(failedTakeover)) == failedTakeover and
+        string.sub(lease, -string.len(naming)) == naming) then
     stored = withHeader(envelope, version)
   end
 end
@@ -617,6 +622,12 @@ local retryAt, ttlMs = 0, holdMs
 if kind == 'f' then
   retryAt = nowMs() + holdMs
   ttlMs = holdMs + rememberMs
+  -- A takeover's failure names the holder it rescued (its fence, as "r", last in the JSON), which
+  -- may still store its value over it (see FILL).
+  local rescued = lease == token and string.match(token, '^s%.(%d+)%.')
+  if rescued and string.sub(payload, -1) == '}' then
+    payload = string.sub(payload, 1, -2) .. ',"r":"' .. rescued .. '"}'
+  end
 end
 local record = 'o.' .. kind .. '.' .. fence .. '.' .. string.format('%.0f', retryAt) .. '.' .. failures .. '.' .. payload
 redis.call('SET', leaseKey, record, 'PX', math.max(1, ttlMs))
