@@ -378,12 +378,15 @@ export class FillProtocol {
           replaced = outcome;
         }
         // What every pod will read back (this one too): a value that cannot be stored fails here,
-        // as the loader's failure (every pod would fail alike).
+        // as the loader's failure (every pod would fail alike). Kept unchanged, the value the store
+        // holds: never what a caller made of the copy it was handed.
         if (loaded !== undefined) {
           const { choice } = loaded;
           value = storable(
             key,
-            choice.unchanged === undefined ? loaded.value : choice.unchanged.value,
+            choice.unchanged === undefined
+              ? loaded.value
+              : (await this.#asStored(key, choice.unchanged)).value,
             choice.policy.serializer,
           );
         }
@@ -509,6 +512,18 @@ export class FillProtocol {
         );
       }
     }
+  }
+
+  /**
+   * `stale` as the store holds it, read again (values are handed out by reference, and a caller may
+   * have changed its copy); `stale` itself when the store holds another version now (then the load
+   * is fenced) or cannot be asked.
+   */
+  async #asStored(key: string, stale: Entry): Promise<Entry> {
+    const runtime = this.#runtime;
+    const snapshot = await runtime.readAtStore(key);
+    const entry = snapshot === undefined ? undefined : runtime.decoded(key, snapshot.entry);
+    return entry !== undefined && entry.version === stale.version ? entry : stale;
   }
 
   /**

@@ -160,15 +160,21 @@ export class NearCache {
   }
 
   /**
-   * Decodes what Redis returned for `key`, reusing the decoded entry when the string is unchanged,
-   * and keeps it. A read that found no value (`raw` null) at the key's `version` drops a copy of
+   * Decodes what Redis returned for `key`, reusing the decoded entry when the string is unchanged
+   * (unless `reuse` is false), and keeps it. A read that found no value (`raw` null) at the key's `version` drops a copy of
    * that version or older: it was deleted or expired there, and the copy must not answer for it
    * later (as stale, or while Redis is away).
    */
-  decode(key: string, raw: string | null, since?: number, version?: number): StoreRead {
+  decode(
+    key: string,
+    raw: string | null,
+    since?: number,
+    version?: number,
+    reuse = true,
+  ): StoreRead {
     if (raw === null) return this.#absent(key, version);
     const copy = this.#copies.get(key);
-    if (copy !== undefined && copy.raw === raw) return copy.snapshot.entry;
+    if (reuse && copy !== undefined && copy.raw === raw) return copy.snapshot.entry;
     const entry = decodeEntry(raw);
     // A later release's envelope: absent here (a miss), and it replaced what a copy holds.
     if (entry === undefined) return isLaterFormat(raw) ? this.#absent(key, version) : CORRUPT_ENTRY;

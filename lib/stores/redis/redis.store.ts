@@ -245,12 +245,14 @@ export class RedisStore implements HerdStore {
   }
 
   /**
-   * One MGET, never answered from a copy (see HerdStore.getAtStore): it shares only an MGET sent in
-   * this tick, so Redis runs it after the caller came; it rejects when Redis does not answer.
+   * One MGET, never answered from a copy (see HerdStore.getAtStore), its value decoded from what
+   * Redis sent (not the object other readers were handed, which one of them may have changed): it
+   * shares only an MGET sent in this tick, so Redis runs it after the caller came; it rejects when
+   * Redis does not answer.
    */
   getAtStore(key: string): Promise<StoreSnapshot> {
     const reads = this.#reads.get(key);
-    return reads?.joinable === true ? reads.out.answer : this.#read(key).answer;
+    return reads?.joinable === true ? reads.out.answer : this.#read(key, 'decode anew').answer;
   }
 
   /**
@@ -275,7 +277,7 @@ export class RedisStore implements HerdStore {
    * One MGET of the envelope and the version. Built as an ioredis Command so a late reply can be
    * rejected on the command itself: the gate's breaker and time limit without a wrapping promise.
    */
-  #read(key: string): Mget {
+  #read(key: string, decode: 'reuse' | 'decode anew' = 'reuse'): Mget {
     const refusal = this.#gate.refusal('get', key);
     if (refusal !== undefined) return this.#orCopy(key, Promise.reject(refusal));
     const layout = this.keys.for(key);
@@ -299,7 +301,7 @@ export class RedisStore implements HerdStore {
         const [raw, version] = clearPending
           ? await this.#settleRead(key).finally(() => this.#answered(key, read))
           : (this.#answered(key, read), [mgetRaw, mgetVersion]);
-        const entry = this.#near.decode(key, raw, since, Number(version ?? 0));
+        const entry = this.#near.decode(key, raw, since, Number(version ?? 0), decode === 'reuse');
         const snapshot: StoreSnapshot = {
           entry,
           version: Math.max(Number(version ?? 0), entryVersion(entry)),
