@@ -202,6 +202,15 @@ describe('ACQUIRE_LEASE (KEYS lease, version, value; ARGV token, ttl ms, takeove
     await expect(acquire('t1')).resolves.toEqual([0, String(V), null, 0, held]);
     const due = `o.f.${V}.${Date.now() - 1}.2.{"name":"Error","message":"db down"}`;
     await client.set(keys.lease, due, 'PX', 120_000);
+    // A takeover as stuck from another version is refused, and leaves the due record in place.
+    await expect(acquire(`s.${V - 1}.t0`, V - 1, 'stuck')).resolves.toEqual([
+      0,
+      String(V),
+      null,
+      0,
+      due,
+    ]);
+    await expect(client.get(keys.lease)).resolves.toBe(due);
     await expect(acquire('t1')).resolves.toEqual([1, String(V + 1), null, 0, due]);
     await expect(acquire('t2')).resolves.toEqual([0, String(V + 1), null, 0, null]);
     await expect(client.get(keys.lease)).resolves.toBe('t1');

@@ -273,14 +273,14 @@ end
 -- lease) fences the holder; the follower asks again without a takeover.
 local held = redis.call('GET', leaseKey)
 local kind, retryAt = outcomeOf(held)
+if string.sub(token, 1, 2) == 's.' and tonumber(takeoverFrom) ~= tonumber(version) then
+  return {0, version, current, repaired, kind and held or false}
+end
 local failed = false
 if kind == 'f' and nowMs() >= retryAt then
   -- The backoff is over: one lease may go in, and counts the failures on.
   redis.call('DEL', leaseKey)
   failed = held
-end
-if string.sub(token, 1, 2) == 's.' and tonumber(takeoverFrom) ~= tonumber(version) then
-  return {0, version, current, repaired, kind and held or false}
 end
 local granted = redis.call('SET', leaseKey, token, 'NX', 'PX', leaseTtlMs)
 if not granted and takeoverFrom ~= '' and tonumber(takeoverFrom) == tonumber(version) then
