@@ -1,38 +1,28 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, describe, expect, it } from '@jest/globals';
 import { type CachePolicy, LoaderFailedError, type LoadContext } from '../../lib/index.js';
 import { deferred, sleep, until } from '../helpers/deferred.js';
-import { type Pod, startPods, stopPods } from '../helpers/pods.js';
-import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
+import type { Pod } from '../helpers/pods.js';
+import { redisPodsPerTest } from '../helpers/redis-pods.js';
 
 // The backend on a bad day, on a real Redis with several pods (each its own connections, memory
 // and engine): slow for every key at once, hung for one, answering values that must not be cached,
 // or failing. One answer releases every waiter in the cluster; no path queues pods behind each other.
 
-let server: RedisServer;
-let pods: Pod[] = [];
-let run = 0;
+const redis = redisPodsPerTest('bad-day');
+/** The pods of the running test. */
+let pods: readonly Pod[] = [];
 /** What each case measured: printed as a table with HERD_REPORT=1 (the README cites it). */
 const figures: Array<Record<string, string | number>> = [];
 
-beforeAll(async () => {
-  server = await RedisServer.start();
-});
-
-afterEach(async () => {
-  await stopPods(pods);
-  pods = [];
-});
-
-afterAll(async () => {
-  await stopAllRedisServers();
+afterAll(() => {
   if (process.env['HERD_REPORT'] === '1') console.table(figures);
 });
 
 const lastMs = (answers: ReadonlyArray<{ atMs: number }>): number =>
   Math.round(Math.max(...answers.map((answer) => answer.atMs)));
 
-async function cluster(count: number, policy: CachePolicy): Promise<Pod[]> {
-  pods = await startPods({ count, namespace: `bad-day${(run += 1)}`, url: server.url, policy });
+async function cluster(count: number, policy: CachePolicy): Promise<readonly Pod[]> {
+  pods = await redis.start(count, policy);
   return pods;
 }
 

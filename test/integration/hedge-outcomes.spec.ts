@@ -1,34 +1,15 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { HerdEngine, type LoadContext, MemoryStore } from '../../lib/index.js';
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { type CachePolicy, HerdEngine, type LoadContext, MemoryStore } from '../../lib/index.js';
 import { deferred, sleep, until } from '../helpers/deferred.js';
-import { type Pod, startPods, stopPods } from '../helpers/pods.js';
-import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
+import type { Pod } from '../helpers/pods.js';
+import { redisPodsPerTest } from '../helpers/redis-pods.js';
 
 // A takeover of a holder deemed stuck (a hedge) and the holder it replaced: the first answer
 // releases every waiter, whichever of the two it comes from; the other goes on, and a value it
 // loads still replaces a failure.
 
-let server: RedisServer;
-let pods: Pod[] = [];
-let run = 0;
-
-beforeAll(async () => {
-  server = await RedisServer.start();
-});
-
-afterEach(async () => {
-  await stopPods(pods);
-  pods = [];
-});
-
-afterAll(async () => {
-  await stopAllRedisServers();
-});
-
-async function cluster(count: number, policy: Parameters<typeof startPods>[0]['policy']) {
-  pods = await startPods({ count, namespace: `hedge${(run += 1)}`, url: server.url, policy });
-  return pods;
-}
+const redis = redisPodsPerTest('hedge');
+const cluster = (count: number, policy: CachePolicy): Promise<Pod[]> => redis.start(count, policy);
 
 function settled<T>(call: Promise<T>, startedAt: number) {
   return call.then(

@@ -1,27 +1,12 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { HerdEngine, type LoadContext, MemoryStore } from '../../lib/index.js';
 import { deferred, sleep, until } from '../helpers/deferred.js';
-import { type Pod, startPods, stopPods } from '../helpers/pods.js';
-import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
+import type { Pod } from '../helpers/pods.js';
+import { redisPodsPerTest } from '../helpers/redis-pods.js';
 
 // unchanged() keeps the stale value the load began with: never one deleted or cleared meanwhile.
 
-let server: RedisServer;
-let pods: Pod[] = [];
-let run = 0;
-
-beforeAll(async () => {
-  server = await RedisServer.start();
-});
-
-afterEach(async () => {
-  await stopPods(pods);
-  pods = [];
-});
-
-afterAll(async () => {
-  await stopAllRedisServers();
-});
+const redis = redisPodsPerTest('unchanged');
 
 describe.each([
   ['delete()', (pod: Pod) => pod.engine.delete('k')],
@@ -31,12 +16,7 @@ describe.each([
     ['while the refresh loads', 'loading'],
     ['just as the refresh starts', 'starting'],
   ])('does not bring the deleted value back, %s', async (_when, timing) => {
-    pods = await startPods({
-      count: 2,
-      namespace: `unchanged${(run += 1)}`,
-      url: server.url,
-      policy: { soft: '100ms', hard: '1h', jitter: 0 },
-    });
+    const pods = await redis.start(2, { soft: '100ms', hard: '1h', jitter: 0 });
     const [a, b] = pods as [Pod, Pod];
     await a.engine.getOrLoad('k', () => 'v1');
     await sleep(150);

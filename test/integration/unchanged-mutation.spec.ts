@@ -1,39 +1,21 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import type { LoadContext } from '../../lib/index.js';
 import { sleep } from '../helpers/deferred.js';
-import { type Pod, startPods, stopPods } from '../helpers/pods.js';
-import { RedisServer, stopAllRedisServers } from '../helpers/redis-server.js';
+import type { Pod } from '../helpers/pods.js';
+import { redisPodsPerTest } from '../helpers/redis-pods.js';
 
 // Values are shared, not copied; a caller that mutates one (against the documented contract) must
 // still not make unchanged() write its mutation to Redis for every pod.
 
-let server: RedisServer;
-let pods: Pod[] = [];
-let run = 0;
-
-beforeAll(async () => {
-  server = await RedisServer.start();
-});
-
-afterEach(async () => {
-  await stopPods(pods);
-  pods = [];
-});
-
-afterAll(async () => {
-  await stopAllRedisServers();
-});
+const redis = redisPodsPerTest('mutation');
 
 describe.each([true, false])('unchanged() with nearCache %s', (nearCache) => {
   it("stores the value as it was stored, not a caller's mutation of it", async () => {
-    pods = await startPods({
-      count: 2,
-      namespace: `mutation${(run += 1)}`,
-      url: server.url,
-      policy: { soft: '100ms', hard: '1h', jitter: 0 },
-      store: { nearCache },
-    });
-    const [a, b] = pods as [Pod, Pod];
+    const [a, b] = (await redis.start(
+      2,
+      { soft: '100ms', hard: '1h', jitter: 0 },
+      { nearCache },
+    )) as [Pod, Pod];
     const stored = await a.engine.getOrLoad('k', () => ({ price: 10 }));
     // A caller edits what it was given (say, to format it for its own response).
     stored.price = 999;
