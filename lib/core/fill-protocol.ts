@@ -367,9 +367,12 @@ export class FillProtocol {
           loaded = await running;
         } else if ('scope' in outcome) loaded = outcome;
         else if ('kind' in outcome && outcome.kind === 'failed') {
-          // The other load failed first: its failure answers this load's callers at once (one answer
-          // releases every waiter), and this loader goes on: a value it loads replaces the failure.
-          answerEarly(sharedFailure(key, outcome.failure));
+          // The holder this takeover replaced failed first: its failure answers this load's callers
+          // at once (one answer releases every waiter), and this loader goes on: a value it loads
+          // replaces the failure. (A refresh() or warm() waits for its own load: it invalidates
+          // what was derived from the key once that value is stored.)
+          if (request.mode !== 'forced' && request.mode !== 'warm')
+            answerEarly(sharedFailure(key, outcome.failure));
           loaded = await running;
         } else {
           // Replaced: this load's value could not be stored any more; its loader is told to stop.
@@ -424,7 +427,10 @@ export class FillProtocol {
         // On error: every caller of the cluster learns it at once (held in the lease's place for
         // the backoff, so the cluster makes one attempt per delay); serve stale (fail-safe) or
         // throw.
-        const { delayMs, failures } = this.#backoff.recordFailure(key, now, version, {
+        // A takeover's failure is remembered as older than its fence: the holder it replaced may
+        // still store its value under that fence, which this process then refreshes as any other.
+        const failedAt = grant?.hedge !== undefined ? version - 1 : version;
+        const { delayMs, failures } = this.#backoff.recordFailure(key, now, failedAt, {
           initialMs: policy.backoffInitialMs,
           maxMs: policy.backoffMaxMs,
           failuresBefore: grant?.failures ?? 0,
@@ -701,15 +707,14 @@ export class FillProtocol {
         const entry = seen.version >= newest ? runtime.decoded(key, seen.entry) : undefined;
         if (entry !== undefined && entry.version >= newest && isFresh(entry, runtime.now()))
           return entry;
-        // How the other load ended answers too (the holder a takeover replaced, or the takeover of
-        // this load): its failure, or its value not to be cached.
+        // How the other load ended answers too: its value not to be cached; and for a takeover, the
+        // failure of the holder it replaced (a holder's own callers keep waiting for their load,
+        // whatever a takeover or a refresh() ended with: its value may still be stored).
         const { outcome } = seen;
-        if (
-          outcome !== undefined &&
-          outcome.fence >= newest &&
-          (outcome.kind === 'failed' || outcome.entry !== undefined)
-        )
-          return outcome;
+        if (outcome !== undefined && outcome.fence >= newest) {
+          if (outcome.kind === 'pass' ? outcome.entry !== undefined : hedge !== undefined)
+            return outcome;
+        }
       }
     })();
     return {

@@ -74,18 +74,126 @@ describe.each(STORES)(
         c.getOrLoad('k', async () => 'loaded by c'),
         startedAt,
       );
-      const answers = await Promise.all([holder, hedger, waiter]);
-      // One answer releases every waiter, the holder's own callers too, long before its load ends.
-      for (const answer of answers) {
+      // One answer releases every waiter at once, long before the holder's load ends...
+      for (const answer of await Promise.all([hedger, waiter])) {
         expect(answer.ok).toBe(false);
         expect(String(answer.value)).toContain('hedge attempt failed');
         expect(answer.atMs).toBeLessThan(2_000);
       }
-      // The holder's value, when it comes, ends the failure's backoff: it answers the next reads.
-      await sleep(2_700 - (performance.now() - startedAt));
+      // ...but the holder's own callers wait for their load, which goes on and is stored.
+      await expect(holder).resolves.toMatchObject({ ok: true, value: 'good' });
+      // The holder's value ends the failure's backoff: it answers the next reads.
       const loader = async (): Promise<string> => 'reloaded';
       for (const engine of [a, b, c])
         await expect(engine.getOrLoad('k', loader)).resolves.toBe('good');
+    }, 30_000);
+  },
+);
+
+describe.each(STORES)('on %s: a refresh() that fails while a load runs', (_store, start) => {
+  it("leaves that load's callers its value, and stores it", async () => {
+    const [a, b] = (await start()) as [HerdEngine, HerdEngine];
+    const holder = a.getOrLoad(
+      'k',
+      slowly(1_500, () => 'loaded'),
+    );
+    await sleep(1_100);
+    const failing = slowly(0, () => {
+      throw new Error('refresh failed');
+    });
+    await expect(b.refresh('k', failing)).rejects.toThrow('refresh failed');
+    await expect(holder).resolves.toBe('loaded');
+  }, 30_000);
+});
+
+describe.each(STORES)(
+  'on %s: a refresh() whose load a warm() takes over and fails',
+  (_store, start) => {
+    it('answers with its own value once stored, and what was derived from the key goes stale', async () => {
+      const [a, b, c] = (await start()) as [HerdEngine, HerdEngine, HerdEngine];
+      await a.set('src', 'v1');
+      const derive = (engine: HerdEngine) => async () =>
+        `derived(${await engine.getOrLoad('src', async () => 'read at a miss')})`;
+      await expect(c.getOrLoad('dep', derive(c))).resolves.toBe('derived(v1)');
+      const startedAt = performance.now();
+      const refreshed = settled(
+        a.refresh(
+          'src',
+          slowly(2_000, () => 'v2'),
+        ),
+        startedAt,
+      );
+      await sleep(100);
+      const warmed = b
+        .warm(
+          'src',
+          slowly(50, () => {
+            throw new Error('warm failed');
+          }),
+        )
+        .catch(() => undefined);
+      const [refresh] = await Promise.all([refreshed, warmed]);
+      await sleep(2_300 - (performance.now() - startedAt));
+      const src = await c.read('src', async () => 'read at a miss');
+      const dep = await c.read('dep', derive(c));
+      // Whatever src holds now, the value derived from it agrees: never v2 beside a fresh derived(v1).
+      if (src.value === 'v2') {
+        expect(refresh).toMatchObject({ ok: true });
+        expect(dep.path === 'fresh' && dep.value === 'derived(v1)').toBe(false);
+      }
+    }, 30_000);
+  },
+);
+
+describe.each(STORES)(
+  'on %s: the pod whose hedge failed, once the holder stored its value',
+  (_store, start) => {
+    it('refreshes that value when it goes stale: the value ended its backoff', async () => {
+      const [a, b] = (await start()) as [HerdEngine, HerdEngine];
+      const hung = deferred<string>();
+      let holderLoads = 0;
+      const policy: CachePolicy = {
+        soft: '1500ms',
+        hard: '1m',
+        jitter: 0,
+        backoff: { initial: '8s', max: '8s' },
+      };
+      const holder = a.getOrLoad(
+        'k',
+        () => {
+          holderLoads += 1;
+          return hung.promise;
+        },
+        { policy },
+      );
+      await until(() => holderLoads === 1, 5_000, 'the holder to load');
+      const hedge = b.getOrLoad(
+        'k',
+        slowly(20, () => {
+          throw new Error('hedge failed');
+        }),
+        { policy },
+      );
+      await expect(hedge).rejects.toThrow('hedge failed');
+      hung.resolve('v1');
+      await expect(holder).resolves.toBe('v1');
+      await expect(b.read('k', async () => 'unused', { policy })).resolves.toMatchObject({
+        value: 'v1',
+      });
+      // Once v1 is stale, a read on b refreshes it (b's own failure is older than v1).
+      await sleep(1_600);
+      let refreshes = 0;
+      const stale = await b.read(
+        'k',
+        async () => {
+          refreshes += 1;
+          return 'v2';
+        },
+        { policy },
+      );
+      expect(stale).toMatchObject({ value: 'v1', path: 'stale' });
+      await stale.revalidated;
+      expect(refreshes).toBe(1);
     }, 30_000);
   },
 );
