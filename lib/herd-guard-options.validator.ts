@@ -16,7 +16,10 @@ const MODULE_FIELDS: ReadonlySet<string> = new Set([
   'logging',
   'hotKeys',
   'telemetry',
+  'credentialHeaders',
 ]);
+/** A field name (RFC 9110 §5.1): a token. */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const TELEMETRY_FIELDS: ReadonlySet<string> = new Set(
   Object.keys({
     tracing: true,
@@ -81,7 +84,18 @@ export function validateModuleOptions(input: unknown): HerdGuardModuleOptions {
       );
     }
   }
-  const { store, redis, memory, namespace, policy, metrics, logging, hotKeys, telemetry } = input;
+  const {
+    store,
+    redis,
+    memory,
+    namespace,
+    policy,
+    metrics,
+    logging,
+    hotKeys,
+    telemetry,
+    credentialHeaders,
+  } = input;
   if (store !== undefined) assertStore(store);
   if (store !== undefined && redis !== undefined) {
     throw new ConfigurationError('redis', 'cannot be used together with "store"; pass one of them');
@@ -121,7 +135,26 @@ export function validateModuleOptions(input: unknown): HerdGuardModuleOptions {
     );
   }
   if (telemetry !== undefined) assertTelemetry(telemetry);
+  if (credentialHeaders !== undefined) assertCredentialHeaders(credentialHeaders);
   return input as HerdGuardModuleOptions;
+}
+
+/** A header name no request can carry would leave the credential it was meant for unnoticed. */
+function assertCredentialHeaders(headers: unknown): void {
+  if (!Array.isArray(headers)) {
+    throw new ConfigurationError(
+      'credentialHeaders',
+      `expected a list of request header names such as ['x-api-key'], received ${describe(headers)}`,
+    );
+  }
+  headers.forEach((name: unknown, i) => {
+    if (typeof name !== 'string' || !HEADER_NAME.test(name)) {
+      throw new ConfigurationError(
+        `credentialHeaders[${i}]`,
+        `expected a request header name such as 'x-api-key', received ${describe(name)}`,
+      );
+    }
+  });
 }
 
 function assertTelemetry(telemetry: unknown): void {

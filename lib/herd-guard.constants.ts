@@ -19,6 +19,11 @@ export const HERD_GUARD_RESOURCES = Symbol('herd-guard.resources');
 export const HERD_GUARD_DEFAULT_POLICY = Symbol('herd-guard.default-policy');
 /** Injection token of the hot-key tracker of one module instance (absent when `hotKeys: 0`). */
 export const HERD_GUARD_HOT_KEYS = Symbol('herd-guard.hot-keys');
+/**
+ * Injection token of the request headers one module instance's `credentialHeaders` names, lower
+ * case. Internal.
+ */
+export const HERD_GUARD_CREDENTIAL_HEADERS = Symbol('herd-guard.credential-headers');
 /** Injection token of the name of one module instance's cache (`default` without a name). */
 export const HERD_GUARD_CACHE_NAME = Symbol('herd-guard.cache-name');
 /**

@@ -4,6 +4,7 @@ import { ConfigurationError } from './errors/configuration.error.js';
 import { CachedMethodsExplorer } from './decorators/cached-methods.explorer.js';
 import {
   HERD_GUARD_CACHE_NAME,
+  HERD_GUARD_CREDENTIAL_HEADERS,
   HERD_GUARD_DEFAULT_POLICY,
   HERD_GUARD_ENGINE,
   HERD_GUARD_HOT_KEYS,
@@ -48,6 +49,13 @@ import { type HerdGuardResources, closeResources } from './herd-guard.resources.
     {
       provide: HERD_GUARD_HOT_KEYS,
       useFactory: (resources: HerdGuardResources) => resources.hotKeys,
+      inject: [HERD_GUARD_RESOURCES],
+    },
+    {
+      provide: HERD_GUARD_CREDENTIAL_HEADERS,
+      // Node.js gives request header names in lower case.
+      useFactory: (resources: HerdGuardResources) =>
+        (resources.options.credentialHeaders ?? []).map((name) => name.toLowerCase()),
       inject: [HERD_GUARD_RESOURCES],
     },
     CachedMethodsExplorer,

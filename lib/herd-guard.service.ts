@@ -11,7 +11,11 @@ import {
 import type { HerdEventListener } from './core/events.js';
 import type { StatsSnapshot } from './core/stats.js';
 import { ConfigurationError } from './errors/configuration.error.js';
-import { HERD_GUARD_ENGINE, HERD_GUARD_HOT_KEYS } from './herd-guard.constants.js';
+import {
+  HERD_GUARD_CREDENTIAL_HEADERS,
+  HERD_GUARD_ENGINE,
+  HERD_GUARD_HOT_KEYS,
+} from './herd-guard.constants.js';
 import type { HotKeyTracker, HotKeysSnapshot } from './metrics/hot-key-tracker.js';
 import type { HerdLoader } from './interfaces/herd-loader.interface.js';
 import type { WarmEntry, WarmOptions, WarmReport } from './interfaces/warm.interface.js';
@@ -35,9 +39,16 @@ export interface HerdGuardMetricsSnapshot extends StatsSnapshot {
  */
 @Injectable()
 export class HerdGuardService {
+  /**
+   * `credentialHeaders`: the module option, lower case (`HerdGuardInterceptor` treats requests with
+   * one as private on the routes of this cache).
+   */
   constructor(
     @Inject(HERD_GUARD_ENGINE) readonly engine: HerdEngine,
     @Optional() @Inject(HERD_GUARD_HOT_KEYS) private readonly hotKeys?: HotKeyTracker,
+    @Optional()
+    @Inject(HERD_GUARD_CREDENTIAL_HEADERS)
+    readonly credentialHeaders: readonly string[] = [],
   ) {}
 
   /**

@@ -422,12 +422,14 @@ export class HerdGuardInterceptor implements NestInterceptor {
   }
 
   /**
-   * Whether the request carries credentials (`Authorization` or `Cookie`): then it is cached only
-   * per user (`scope`) or on routes with `shareAcrossUsers`. Override to ignore, say, a consent
-   * cookie.
+   * Whether the request belongs to one user: then it is cached only per user (`scope`) or on routes
+   * with `shareAcrossUsers`. Default: it carries `Authorization`, `Cookie` or a header the route's
+   * cache names in `credentialHeaders`, or a guard set `request.user`
+   * (docs/nestjs.md#private-requests). Override to ignore, say, a consent cookie.
    */
   protected hasCredentials(context: ExecutionContext): boolean {
-    return this.#request(context).hasCredentials;
+    const { credentialHeaders } = this.#cacheOf(this.routeConfigOf(context));
+    return this.#request(context).isPrivate(credentialHeaders);
   }
 
   /**

@@ -7,6 +7,8 @@ type PlatformRequest = {
   method?: string;
   url?: string;
   headers?: Record<string, string | string[] | undefined>;
+  /** The user a guard attached (Passport and most auth guards put it there). */
+  user?: unknown;
 };
 
 /** A Host header value: a host (RFC 3986 reg-name or IP literal) and an optional port. */
@@ -81,9 +83,22 @@ export class HttpRequest {
     return routedName === name ? name : `${name} ${routedName}`;
   }
 
-  /** Whether the request carries credentials: an `Authorization` or a `Cookie` header. */
-  get hasCredentials(): boolean {
-    return Boolean(this.header('authorization')) || Boolean(this.header('cookie'));
+  /**
+   * Whether the request is one user's: it carries an `Authorization` or a `Cookie` header or one of
+   * `credentialHeaders` (lower case), or a guard attached a user to it. Read when asked: guards
+   * run before interceptors, so the user is there by then.
+   */
+  isPrivate(credentialHeaders: readonly string[]): boolean {
+    if (this.#carries('authorization') || this.#carries('cookie')) return true;
+    for (const name of credentialHeaders) if (this.#carries(name)) return true;
+    const { user } = this.raw;
+    return user !== undefined && user !== null;
+  }
+
+  /** Whether the request has the header `name` with a value (an empty one carries nothing). */
+  #carries(name: string): boolean {
+    const value = this.header(name);
+    return value !== undefined && value !== '';
   }
 
   /**

@@ -26,9 +26,9 @@ export interface CachedRouteOptions extends CachePolicy {
    */
   readonly scope?: (context: ExecutionContext) => string | number | undefined;
   /**
-   * Share one entry between requests that carry credentials (`Authorization` or `Cookie`) and have
-   * no scope: only for responses that are the same whoever asks. Default `false`: such requests
-   * pass through uncached.
+   * Share one entry between private requests (credentials, or a user a guard attached: see
+   * docs/nestjs.md#private-requests) that have no scope: only for responses that are the same
+   * whoever asks. Default `false`: such requests pass through uncached.
    */
   readonly shareAcrossUsers?: boolean;
   /**

@@ -59,6 +59,12 @@ export interface HerdGuardModuleOptions {
    * read costs O(1) whatever the number. `0` disables. Default 64.
    */
   readonly hotKeys?: number;
+  /**
+   * Request headers that carry credentials besides `Authorization` and `Cookie` (e.g.
+   * `['x-api-key']`), any case: the interceptor treats a request with one as private, for the routes
+   * whose responses go in this cache (docs/nestjs.md#private-requests). Default none.
+   */
+  readonly credentialHeaders?: readonly string[];
 }
 
 /** Options of the module definition itself, next to {@link HerdGuardModuleOptions}. */

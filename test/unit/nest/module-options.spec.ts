@@ -118,6 +118,22 @@ describe('HerdGuardModule options', () => {
       { redis: { url: 'redis://127.0.0.1:6390', waitForReplicas: 1.5 } },
       'redis.waitForReplicas',
     ],
+    [
+      'credentialHeaders that are not a list',
+      { credentialHeaders: 'x-api-key' },
+      'credentialHeaders',
+    ],
+    [
+      'a credential header that is not a header name',
+      { credentialHeaders: ['x-api-key', 'api key'] },
+      'credentialHeaders[1]',
+    ],
+    ['an empty credential header name', { credentialHeaders: [''] }, 'credentialHeaders[0]'],
+    [
+      'a credential header that is not a string',
+      { credentialHeaders: [42] },
+      'credentialHeaders[0]',
+    ],
     ['telemetry that is not a boolean or an object', { telemetry: 'otel' }, 'telemetry'],
     ['an unknown telemetry option', { telemetry: { traces: true } }, 'telemetry.traces'],
     [
