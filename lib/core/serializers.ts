@@ -60,12 +60,28 @@ export function storable<T>(key: string, value: T, serializer: SerializerName): 
   try {
     return roundTrip(value, serializer);
   } catch (error) {
-    throw new SerializationError(
-      key,
-      error,
-      error instanceof UnserializableValue ? error.path : undefined,
-    );
+    throw serializationError(key, error);
   }
+}
+
+/**
+ * Throws the SerializationError {@link storable} would for `value`, without reading it back: for a
+ * caller that must know before the engine stores it.
+ */
+export function assertStorable(key: string, value: unknown, serializer: SerializerName): void {
+  try {
+    encodeValue(value, serializer);
+  } catch (error) {
+    throw serializationError(key, error);
+  }
+}
+
+function serializationError(key: string, error: unknown): SerializationError {
+  return new SerializationError(
+    key,
+    error,
+    error instanceof UnserializableValue ? error.path : undefined,
+  );
 }
 
 function assertJson(value: unknown, path: string, seen: Set<object>): void {

@@ -9,7 +9,10 @@ import {
 } from '@nestjs/common';
 import { HttpAdapterHost, ModuleRef, Reflector } from '@nestjs/core';
 import { type Observable, defaultIfEmpty, from, map, mergeMap, of, takeLast, tap } from 'rxjs';
+import { PASS_MAX_MS } from '../core/fill-protocol.js';
 import type { LoadContext, ReadOptions, ReadResult } from '../core/herd-engine.js';
+import type { ResolvedPolicy } from '../core/policy.js';
+import { assertStorable } from '../core/serializers.js';
 import { ConfigurationError } from '../errors/configuration.error.js';
 import { KeySerializationError } from '../errors/key-serialization.error.js';
 import { LoaderFailedError } from '../errors/loader-failed.error.js';
@@ -44,6 +47,7 @@ import {
   isStreamBody,
 } from './route-handler.js';
 import { UncacheableResponse } from './uncacheable-response.js';
+import { UnstorableKeys } from './unstorable-keys.js';
 import { mergeVary, varyNames } from './vary.js';
 
 /** What the interceptor stores for a route: a response, or a cached "not found". */
@@ -80,6 +84,8 @@ interface HandlerRun {
   readonly loading: LoadContext<unknown>;
   /** The route takes the soft TTL from the handler's `Cache-Control`. */
   readonly ttlFromCacheControl: boolean;
+  /** The route's policy as the engine resolves it: the serializer its entries are stored with. */
+  readonly policy: ResolvedPolicy;
 }
 
 /** The request headers the key of a handler's requests includes, kept for the next request. */
@@ -133,6 +139,8 @@ export class HerdGuardInterceptor implements NestInterceptor {
   #replays: ReplayPlans | undefined;
   /** The named caches routes asked for (`@CachedRoute({ cache })`), looked up on first use. */
   readonly #namedCaches = new Map<string, HerdGuardService>();
+  /** Keys whose last body the serializer refused: added to by `#toStored`, read per request. */
+  readonly #unstorable = new UnstorableKeys();
 
   /**
    * `herd` is the default cache; `moduleRef` finds the named caches of routes that ask for one (a
@@ -201,6 +209,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
     { key, scope, vary, response }: KeyedRequest,
   ): Observable<unknown> | Promise<Observable<unknown>> {
     if (key === undefined) return next.handle();
+    if (this.#unstorable.has(key)) return next.handle();
     const exchange = new ResponseExchange(response);
     const scoped = scope !== undefined;
     // A Cache-Control set before the handler runs (`@Header`, a middleware) may forbid storing
@@ -216,7 +225,18 @@ export class HerdGuardInterceptor implements NestInterceptor {
       // cache: the head is watched from before the handler runs (a hit never runs it).
       const head = ResponseHead.watch(response.node);
       const { ttlFromCacheControl } = route;
-      const run = { cache, key, scoped, vary, exchange, head, loading, ttlFromCacheControl };
+      const policy = cache.engine.policyFor(route.policy);
+      const run = {
+        cache,
+        key,
+        scoped,
+        vary,
+        exchange,
+        head,
+        loading,
+        ttlFromCacheControl,
+        policy,
+      };
       return this.#load(context, next, run, loading.stale).pipe(
         tap({ error: (error: unknown) => read.handlerFailed(error) }),
       );
@@ -349,7 +369,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
   #toStored(
     body: unknown,
     { status, headers, contentType }: HandlerOutput,
-    { exchange, scoped, vary, loading, ttlFromCacheControl }: HandlerRun,
+    { key, exchange, scoped, vary, loading, ttlFromCacheControl, policy }: HandlerRun,
     handler: HandlerState,
   ): StoredResponse {
     if (!CACHEABLE_STATUSES.has(status))
@@ -399,6 +419,16 @@ export class HerdGuardInterceptor implements NestInterceptor {
     const stored: { status: number; body?: unknown; headers?: Record<string, string> } = { status };
     if (sent.body !== undefined) stored.body = sent.body;
     if (Object.keys(replayed).length > 0) stored.headers = replayed;
+    // Refused by the engine, it would fail every request (and be shared as a failure): it answers
+    // its own request instead, and the key's requests pass through for as long as a pass lasts.
+    try {
+      assertStorable(key, stored, policy.serializer);
+    } catch (error) {
+      this.#unstorable.add(key, Math.min(policy.softMs, PASS_MAX_MS));
+      throw new UncacheableResponse(body, status, 'a body the serializer refuses', {
+        cause: error,
+      });
+    }
     return stored;
   }
 

@@ -2,6 +2,7 @@ import type { LoggerService } from '@nestjs/common';
 import type { HerdEvent } from '../core/events.js';
 import type { HerdEngine } from '../core/herd-engine.js';
 import { httpStatusOf, isLoaderFailure } from '../errors/loader-failure.js';
+import { SerializationError } from '../errors/serialization.error.js';
 
 const MAX_KEY_LENGTH = 200;
 /**
@@ -82,6 +83,17 @@ export class EventLogger {
       case 'load-failed':
         if (!isLoaderFailure(event.error)) {
           this.#answeredKey = event.key;
+          const refusal = refusalOf(event.error);
+          if (refusal !== undefined) {
+            // A route whose answers cannot be cached, and will not be until its body changes (the
+            // interceptor tries again once per key and window, so this is no line per request).
+            this.logger.warn({
+              event: 'response not stored: the serializer refuses its body',
+              key: shortKey(event.key),
+              error: refusal.message,
+            });
+            break;
+          }
           this.logger.debug?.({
             event: 'loader answered uncached',
             key: shortKey(event.key),
@@ -165,4 +177,10 @@ function round(ms: number): number {
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** The serializer's refusal behind an answer the loader declined to store, if that was why. */
+function refusalOf(error: unknown): SerializationError | undefined {
+  const cause = error instanceof Error ? error.cause : undefined;
+  return cause instanceof SerializationError ? cause : undefined;
 }
