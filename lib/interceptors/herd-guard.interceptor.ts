@@ -161,7 +161,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
     if (!this.isRequestCacheable(context)) return next.handle();
     const request = this.#request(context);
     if (request.handled) return next.handle();
-    // Key: handler, host name, path, sorted query (+ vary headers, + scope). Hooks may answer
+    // Key: handler, scheme, host name, path, sorted query (+ vary headers, + scope). Hooks may answer
     // asynchronously.
     const scope = this.scopeKey(context);
     if (scope instanceof Promise) {
@@ -464,7 +464,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
 
   /**
    * The cache key of this request, or `undefined` to pass it through uncached. Default:
-   * {@link routeCacheKey} of the method, handler, host name, URL, ignored query parameters, the
+   * {@link routeCacheKey} of the method, handler, scheme, host name, URL, ignored query parameters, the
    * values of the request headers the response varies by (the route's `vary`, and those the handler
    * names in its `Vary` response header) and `scope`. A response whose `Vary` names a header the
    * default key leaves out is not stored: an override should key by those headers too.
@@ -474,9 +474,9 @@ export class HerdGuardInterceptor implements NestInterceptor {
     scope: string | undefined,
   ): string | undefined | Promise<string | undefined> {
     const request = this.#request(context);
-    const { host } = request;
+    const { host, scheme } = request;
     // Without a Host (HTTP/1.0) the URL alone does not say which site was asked for.
-    if (host === undefined) return undefined;
+    if (host === undefined || scheme === undefined) return undefined;
     const route = this.routeConfigOf(context);
     const vary: Record<string, string | undefined> = {};
     for (const name of this.#varyOf(context, this.#response(context)))
@@ -485,6 +485,7 @@ export class HerdGuardInterceptor implements NestInterceptor {
       method: request.method,
       handler: this.#handlerOf(context).id,
       host,
+      scheme,
       url: request.url,
       ignoreQuery: route.ignoreQuery,
       vary,

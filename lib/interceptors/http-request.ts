@@ -9,10 +9,16 @@ type PlatformRequest = {
   headers?: Record<string, string | string[] | undefined>;
   /** The user a guard attached (Passport and most auth guards put it there). */
   user?: unknown;
+  /** Express and Fastify: `X-Forwarded-Proto` when the platform trusts the proxy, else the socket's. */
+  protocol?: unknown;
+  socket?: { encrypted?: unknown };
 };
 
 /** A Host header value: a host (RFC 3986 reg-name or IP literal) and an optional port. */
 const HOST = /^[A-Za-z0-9\-._~%!$&'()*+,;=:[\]]+$/;
+
+/** A URI scheme (RFC 3986 §3.1), lower case. */
+const SCHEME = /^[a-z][a-z0-9+.-]*$/;
 
 /**
  * Method, URL, host and headers of one request, through Nest's HTTP adapter when there is one
@@ -81,6 +87,22 @@ export class HttpRequest {
     const routedName = hostName(routed);
     // A space never occurs in a valid Host, so the two names cannot run into each other.
     return routedName === name ? name : `${name} ${routedName}`;
+  }
+
+  /**
+   * The scheme the request was sent over, for the key, lower case: `https` over TLS, else `http`,
+   * or the `X-Forwarded-Proto` of a proxy the platform trusts (Express `trust proxy`, Fastify
+   * `trustProxy`), as the platform reports it to handlers (`request.protocol`). `undefined` when
+   * that is no scheme: such requests are not cached.
+   */
+  get scheme(): string | undefined {
+    const socket = this.raw.socket?.encrypted === true ? 'https' : 'http';
+    // Only a forwarded scheme can make the platform report another than the socket's.
+    if (this.header('x-forwarded-proto') === undefined) return socket;
+    const reported = this.raw.protocol;
+    if (typeof reported !== 'string') return socket;
+    const scheme = reported.trim().toLowerCase();
+    return SCHEME.test(scheme) ? scheme : undefined;
   }
 
   /**

@@ -16,6 +16,11 @@ export interface RouteKeyParts {
    */
   readonly host?: string;
   /**
+   * The scheme the request was sent over (`https`), so a page with links or a redirect built for
+   * one scheme is never served over the other; `http` (the default) is left out of the key.
+   */
+  readonly scheme?: string;
+  /**
    * The route handler (`ItemsController.list`, `;v=2` when versioned), so two handlers behind one
    * URL never share.
    */
@@ -33,11 +38,11 @@ export interface RouteKeyParts {
 /**
  * The cache key of an HTTP response:
  * `http:GET ItemsController.list //shop.example.com/items?a=1&b=2` (the handler and the host name
- * when given), then ` name=value` per vary header (sorted by name) and ` @scope` when scoped.
+ * when given; `https://shop.example.com/…` over another scheme than `http`), then ` name=value` per vary header (sorted by name) and ` @scope` when scoped.
  * Query parameters are sorted by name (values of a repeated name keep their order) as they were
  * sent, without decoding them, so `?b=2&a=1` and `?a=1&b=2` share an entry while `?q=caf%E9` and
- * `?q=caf%E8` (bytes that are not UTF-8) do not. The host name, the header values and the scope
- * are percent-encoded, so the parts cannot run into each other; a URL that does not start with one
+ * `?q=caf%E8` (bytes that are not UTF-8) do not. The scheme, the host name, the header values and
+ * the scope are percent-encoded, so the parts cannot run into each other; a URL that does not start with one
  * `/` (`//x/y` without a host, `*`, `http://x/y`) is written after a space, so it cannot be read as
  * a host either.
  */
@@ -49,9 +54,14 @@ export function routeCacheKey(parts: RouteKeyParts): string {
     queryAt === -1 ? '' : canonicalQuery(parts.url.slice(queryAt + 1), parts.ignoreQuery ?? []);
   const handler = parts.handler === undefined ? '' : ` ${encodeName(parts.handler)}`;
   const host = parts.host === undefined ? '' : `//${encodeName(hostName(parts.host))}`;
+  // Left out for `http`, so the keys of plain-HTTP requests are those of a release without it. A
+  // scheme starts with a letter: it cannot be read as a host (`//`) or a path (`/`, ` `).
+  const scheme = parts.scheme?.toLowerCase();
+  const origin =
+    scheme === undefined || scheme === 'http' ? host : `${encodeURIComponent(scheme)}:${host}`;
   // After `//host` the path must start with `/`; without a host it must not start with `//`.
   const plainPath = path.startsWith('/') && (parts.host !== undefined || !path.startsWith('//'));
-  let key = `http:${method}${handler} ${host}${plainPath ? '' : ' '}${path}${query === '' ? '' : `?${query}`}`;
+  let key = `http:${method}${handler} ${origin}${plainPath ? '' : ' '}${path}${query === '' ? '' : `?${query}`}`;
   const vary = Object.entries(parts.vary ?? {})
     .map(([name, value]) => `${name.toLowerCase()}=${encodeURIComponent(value ?? '')}`)
     .sort();

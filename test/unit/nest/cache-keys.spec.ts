@@ -235,6 +235,26 @@ describe('route cache keys', () => {
     );
   });
 
+  it('names a scheme other than http before the host, and leaves http out', () => {
+    const plain = routeCacheKey({ method: 'GET', url: '/home', host: 'shop.example.com' });
+    expect(
+      routeCacheKey({ method: 'GET', url: '/home', host: 'shop.example.com', scheme: 'http' }),
+    ).toBe(plain);
+    expect(
+      routeCacheKey({ method: 'GET', url: '/home', host: 'shop.example.com', scheme: 'HTTPS' }),
+    ).toBe('http:GET https://shop.example.com/home');
+    expect(
+      routeCacheKey({
+        method: 'GET',
+        url: '/home',
+        host: 'x',
+        scheme: 'https://shop.example.com/a',
+      }),
+    ).not.toBe(
+      routeCacheKey({ method: 'GET', url: '/a/home', host: 'shop.example.com', scheme: 'https' }),
+    );
+  });
+
   it('tells apart two ports of one host through the host header when the route varies by it', () => {
     const at = (host: string) =>
       routeCacheKey({ method: 'GET', url: '/home', host, vary: { host } });
