@@ -110,15 +110,16 @@ export function forbidsStoring(cacheControl: string | undefined, scoped: boolean
 
 /**
  * The cache lifetime a response's `Cache-Control` gives a shared cache (RFC 9111 §5.2.2), in ms:
- * `s-maxage`, else `max-age`, as `softMs`, and `stale-while-revalidate` (RFC 5861) as `staleMs`.
+ * `s-maxage`, else `max-age`, else `expiresMs` (the lifetime its `Expires` gives, see
+ * {@link expiresLifetimeMs}) as `softMs`, and `stale-while-revalidate` (RFC 5861) as `staleMs`.
  * `undefined` when it names no lifetime (or only malformed ones, which are ignored).
  */
 export function cacheControlLifetime(
   cacheControl: string | undefined,
+  expiresMs?: number,
 ): { readonly softMs: number; readonly staleMs: number | undefined } | undefined {
-  if (cacheControl === undefined) return undefined;
   const seconds = new Map<string, number>();
-  for (const directive of cacheControl.split(',')) {
+  for (const directive of cacheControl?.split(',') ?? []) {
     const [rawName, ...rest] = directive.split('=');
     const value = rest
       .join('=')
@@ -130,9 +131,43 @@ export function cacheControlLifetime(
       seconds.set(rawName!.trim().toLowerCase(), Math.min(Number(value), MAX_DELTA_SECONDS));
   }
   const lifetime = seconds.get('s-maxage') ?? seconds.get('max-age');
-  if (lifetime === undefined || lifetime === 0) return undefined;
+  const softMs =
+    lifetime === undefined ? Math.min(expiresMs ?? 0, MAX_DELTA_SECONDS * 1_000) : lifetime * 1_000;
+  if (softMs <= 0) return undefined;
   const stale = seconds.get('stale-while-revalidate');
-  return { softMs: lifetime * 1_000, staleMs: stale === undefined ? undefined : stale * 1_000 };
+  return { softMs, staleMs: stale === undefined ? undefined : stale * 1_000 };
+}
+
+/** An HTTP-date (RFC 9110 §5.6.7) in any of its three formats: each starts with the day name. */
+const HTTP_DATE = /^\s*(mon|tue|wed|thu|fri|sat|sun)[a-z]*,?\s/i;
+
+/**
+ * The freshness lifetime a response's `Expires` gives (RFC 9111 §4.2.1: `Expires` minus `Date`,
+ * or minus `now` when the handler set no `Date`), in ms: 0 or less when it is in the past or is
+ * no HTTP-date (`Expires: 0`, a common way to say "do not cache"), which RFC 9111 §5.3 reads as
+ * already expired. `undefined` without `Expires`, or when `cacheControl` has a `max-age` or an
+ * `s-maxage`, which a shared cache takes instead (RFC 9111 §5.3).
+ */
+export function expiresLifetimeMs(
+  expires: string | undefined,
+  cacheControl: string | undefined,
+  date: string | undefined,
+  now: number,
+): number | undefined {
+  if (expires === undefined || namesLifetime(cacheControl)) return undefined;
+  const expiresAt = HTTP_DATE.test(expires) ? Date.parse(expires) : Number.NaN;
+  if (Number.isNaN(expiresAt)) return 0;
+  const sentAt = date !== undefined && HTTP_DATE.test(date) ? Date.parse(date) : Number.NaN;
+  return expiresAt - (Number.isNaN(sentAt) ? now : sentAt);
+}
+
+/** Whether a `Cache-Control` has a `max-age` or an `s-maxage` directive, valid or not. */
+function namesLifetime(cacheControl: string | undefined): boolean {
+  if (cacheControl === undefined) return false;
+  return cacheControl.split(',').some((directive) => {
+    const name = directive.split('=', 1)[0]!.trim().toLowerCase();
+    return name === 'max-age' || name === 's-maxage';
+  });
 }
 
 /**

@@ -29,6 +29,7 @@ import {
   CACHEABLE_STATUSES,
   type CachedResponse,
   cacheControlLifetime,
+  expiresLifetimeMs,
   forbidsStoring,
 } from './cached-response.js';
 import { EntryCacheHeaders } from './entry-cache-headers.js';
@@ -391,10 +392,18 @@ export class HerdGuardInterceptor implements NestInterceptor {
     if (forbidsStoring(cacheControl, scoped)) {
       throw new UncacheableResponse(body, status, `Cache-Control: ${cacheControl ?? ''}`);
     }
+    // An Expires in the past (or `Expires: 0`) without a max-age says the response is stale already.
+    const expires = headers['expires'] ?? exchange.preparedExpires;
+    const date = exchange.response.header('date');
+    const expiresMs = expiresLifetimeMs(expires, cacheControl, date, Date.now());
+    if (expiresMs !== undefined && expiresMs <= 0)
+      throw new UncacheableResponse(body, status, `Expires: ${expires ?? ''}`);
     if (exchange.response.header('set-cookie') !== undefined) {
       throw new UncacheableResponse(body, status, 'Set-Cookie');
     }
-    const lifetime = ttlFromCacheControl ? cacheControlLifetime(cacheControl) : undefined;
+    const lifetime = ttlFromCacheControl
+      ? cacheControlLifetime(cacheControl, expiresMs)
+      : undefined;
     if (lifetime !== undefined) {
       loading.setPolicy(
         lifetime.staleMs === undefined

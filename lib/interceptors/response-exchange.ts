@@ -43,6 +43,8 @@ export class ResponseExchange {
   readonly preparedStatus: number;
   /** The `Cache-Control` set before the handler ran (`@Header`, a middleware), if any. */
   readonly preparedCacheControl: string | undefined;
+  /** The `Expires` set before the handler ran, if any. */
+  readonly preparedExpires: string | undefined;
   /** Set by {@link replay} (the request is answered from the cache), read by {@link beforeRun}. */
   #replayed = false;
   /**
@@ -54,6 +56,7 @@ export class ResponseExchange {
   constructor(readonly response: HttpResponse) {
     this.preparedStatus = response.status;
     this.preparedCacheControl = response.header('cache-control');
+    this.preparedExpires = response.header('expires');
   }
 
   /**

@@ -33,9 +33,9 @@ export interface CachedRouteOptions extends CachePolicy {
   readonly shareAcrossUsers?: boolean;
   /**
    * Let the handler's own `Cache-Control` set how long its response stays fresh: `s-maxage`, else
-   * `max-age`, is the soft TTL, and `stale-while-revalidate` (if given) the stale window after it
-   * (otherwise the hard TTL is the route's, raised to the soft one when shorter). A response
-   * without either directive keeps the route's policy. Default `false`.
+   * `max-age`, else a future `Expires`, is the soft TTL, and `stale-while-revalidate` (if given)
+   * the stale window after it (otherwise the hard TTL is the route's, raised to the soft one when
+   * shorter). A response without any of them keeps the route's policy. Default `false`.
    */
   readonly ttlFromCacheControl?: boolean;
   /**

@@ -22,6 +22,21 @@ const CACHE_CONTROL: Readonly<Record<string, string>> = {
   private: 'private, max-age=60',
 };
 
+/** Expires (and Cache-Control) headers the handlers answer with, by name, made per response. */
+const EXPIRES: Readonly<Record<string, () => Record<string, string>>> = {
+  zero: () => ({ Expires: '0' }),
+  past: () => ({ Expires: new Date(Date.now() - 60_000).toUTCString() }),
+  'past-max-age': () => ({
+    Expires: new Date(Date.now() - 60_000).toUTCString(),
+    'Cache-Control': 'public, max-age=60',
+  }),
+  future: () => ({ Expires: new Date(Date.now() + 120_000).toUTCString() }),
+  'future-max-age': () => ({
+    Expires: new Date(Date.now() + 120_000).toUTCString(),
+    'Cache-Control': 'public, max-age=30',
+  }),
+};
+
 /** The upstream's current ETag for the feed: unchanged unless a test changes it. */
 const upstream = { etag: '"v1"', version: 1 };
 
@@ -59,6 +74,29 @@ class PricesController {
   fixed(@Res({ passthrough: true }) response: unknown): { run: number } {
     this.adapterHost.httpAdapter.setHeader(response, 'Cache-Control', CACHE_CONTROL['max-age-1']!);
     return { run: this.runs.next('fixed') };
+  }
+
+  /** An Expires on a route that keeps its own policy. */
+  @Get('expires/:name')
+  expires(
+    @Param('name') name: string,
+    @Res({ passthrough: true }) response: unknown,
+  ): { run: number } {
+    for (const [header, value] of Object.entries(EXPIRES[name]!()))
+      this.adapterHost.httpAdapter.setHeader(response, header, value);
+    return { run: this.runs.next(`expires/${name}`) };
+  }
+
+  /** An Expires on a route that takes its TTL from the response. */
+  @Get('expires-ttl/:name')
+  @CachedRoute({ ttlFromCacheControl: true })
+  expiresTtl(
+    @Param('name') name: string,
+    @Res({ passthrough: true }) response: unknown,
+  ): { run: number } {
+    for (const [header, value] of Object.entries(EXPIRES[name]!()))
+      this.adapterHost.httpAdapter.setHeader(response, header, value);
+    return { run: this.runs.next(`expires-ttl/${name}`) };
   }
 
   /** A proxy of an upstream feed that asks the upstream with If-None-Match on refresh. */
@@ -174,5 +212,39 @@ describe.each(ADAPTERS)('a route whose handler sets its own TTL, on %s', (adapte
     expect(changed.body).toEqual({ version: 2 });
     expect(changed.headers['etag']).toBe('"v2"');
     expect(controller.seenEtags).toEqual([undefined, '"v1"', '"v1"']);
+  });
+
+  it.each(['/expires/zero', '/expires/past', '/expires-ttl/zero', '/expires-ttl/past'])(
+    'passes through a response whose Expires is in the past or invalid (%s), without adding a max-age',
+    async (path) => {
+      const first = await http().get(path);
+      const second = await http().get(path);
+      expect([first.body.run, second.body.run]).toEqual([1, 2]);
+      expect(second.headers['x-cache']).toBeUndefined();
+      expect(second.headers['cache-control']).toBeUndefined();
+    },
+  );
+
+  it('stores a response whose past Expires a max-age overrides (RFC 9111 §5.3)', async () => {
+    await http().get('/expires/past-max-age');
+    const hit = await http().get('/expires/past-max-age');
+    expect(hit.headers['x-cache']).toBe('HIT');
+    expect(hit.body).toEqual({ run: 1 });
+  });
+
+  it('takes the soft TTL from an Expires in the future when the response has no max-age (ttlFromCacheControl)', async () => {
+    await http().get('/expires-ttl/future');
+    const hit = await http().get('/expires-ttl/future');
+    expect(hit.headers['x-cache']).toBe('HIT');
+    const entry = await entryOf(0);
+    // Expires has whole seconds: the lifetime is up to a second short of 120 s.
+    expect(entry!.softExpireAt - entry!.createdAt).toBeGreaterThan(118_000);
+    expect(entry!.softExpireAt - entry!.createdAt).toBeLessThanOrEqual(120_000);
+  });
+
+  it('takes max-age over Expires (ttlFromCacheControl)', async () => {
+    await http().get('/expires-ttl/future-max-age');
+    const entry = await entryOf(0);
+    expect(entry!.softExpireAt - entry!.createdAt).toBe(30_000);
   });
 });
