@@ -111,7 +111,9 @@ export function forbidsStoring(cacheControl: string | undefined, scoped: boolean
 /**
  * The cache lifetime a response's `Cache-Control` gives a shared cache (RFC 9111 §5.2.2), in ms:
  * `s-maxage`, else `max-age`, else `expiresMs` (the lifetime its `Expires` gives, see
- * {@link expiresLifetimeMs}) as `softMs`, and `stale-while-revalidate` (RFC 5861) as `staleMs`.
+ * {@link expiresLifetimeMs}) as `softMs`, and `stale-while-revalidate` (RFC 5861) as `staleMs`:
+ * 0 with `must-revalidate` or `proxy-revalidate`, or with `s-maxage` and no
+ * `stale-while-revalidate` (never served stale), `undefined` when the route's hard TTL applies.
  * `undefined` when it names no lifetime (or only malformed ones, which are ignored).
  */
 export function cacheControlLifetime(
@@ -119,23 +121,31 @@ export function cacheControlLifetime(
   expiresMs?: number,
 ): { readonly softMs: number; readonly staleMs: number | undefined } | undefined {
   const seconds = new Map<string, number>();
+  let revalidate = false;
   for (const directive of cacheControl?.split(',') ?? []) {
     const [rawName, ...rest] = directive.split('=');
+    const name = rawName!.trim().toLowerCase();
+    if (name === 'must-revalidate' || name === 'proxy-revalidate') revalidate = true;
     const value = rest
       .join('=')
       .trim()
       .replace(/^"(.*)"$/, '$1');
     // delta-seconds (RFC 9111 §1.2.2): digits only.
     // A value too large to represent counts as 2^31 seconds (RFC 9111 §1.2.2).
-    if (/^\d+$/.test(value))
-      seconds.set(rawName!.trim().toLowerCase(), Math.min(Number(value), MAX_DELTA_SECONDS));
+    if (/^\d+$/.test(value)) seconds.set(name, Math.min(Number(value), MAX_DELTA_SECONDS));
   }
   const lifetime = seconds.get('s-maxage') ?? seconds.get('max-age');
   const softMs =
     lifetime === undefined ? Math.min(expiresMs ?? 0, MAX_DELTA_SECONDS * 1_000) : lifetime * 1_000;
   if (softMs <= 0) return undefined;
+  // Once stale, a response with must-revalidate or proxy-revalidate must not be served unless
+  // revalidated (RFC 9111 §4.2.4), even with a stale-while-revalidate. s-maxage carries
+  // proxy-revalidate (RFC 9111 §5.2.2.10), but a stale-while-revalidate given with it is kept: the
+  // usual way to ask a CDN for one.
+  if (revalidate) return { softMs, staleMs: 0 };
   const stale = seconds.get('stale-while-revalidate');
-  return { softMs, staleMs: stale === undefined ? undefined : stale * 1_000 };
+  if (stale === undefined) return { softMs, staleMs: seconds.has('s-maxage') ? 0 : undefined };
+  return { softMs, staleMs: stale * 1_000 };
 }
 
 /** An HTTP-date (RFC 9110 §5.6.7) in any of its three formats: each starts with the day name. */

@@ -34,8 +34,9 @@ export interface CachedRouteOptions extends CachePolicy {
   /**
    * Let the handler's own `Cache-Control` set how long its response stays fresh: `s-maxage`, else
    * `max-age`, else a future `Expires`, is the soft TTL, and `stale-while-revalidate` (if given)
-   * the stale window after it (otherwise the hard TTL is the route's, raised to the soft one when
-   * shorter). A response without any of them keeps the route's policy. Default `false`.
+   * the stale window after it (none with `must-revalidate` or `proxy-revalidate`, or with
+   * `s-maxage` alone; otherwise the hard TTL is the route's, raised to the soft one when shorter).
+   * A response without any of them keeps the route's policy. Default `false`.
    */
   readonly ttlFromCacheControl?: boolean;
   /**

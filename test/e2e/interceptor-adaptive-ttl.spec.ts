@@ -69,6 +69,38 @@ class PricesController {
     return { run: this.runs.next('static') };
   }
 
+  /** Fresh for one second, never to be served stale by a cache. */
+  @Get('revalidate/must')
+  @CachedRoute({ ttlFromCacheControl: true })
+  @Header('Cache-Control', 'public, max-age=1, must-revalidate')
+  mustRevalidate(): { run: number } {
+    return { run: this.runs.next('revalidate/must') };
+  }
+
+  /** The same for shared caches only. */
+  @Get('revalidate/proxy')
+  @CachedRoute({ ttlFromCacheControl: true })
+  @Header('Cache-Control', 'public, max-age=1, proxy-revalidate')
+  proxyRevalidate(): { run: number } {
+    return { run: this.runs.next('revalidate/proxy') };
+  }
+
+  /** s-maxage carries proxy-revalidate for a shared cache. */
+  @Get('revalidate/shared')
+  @CachedRoute({ ttlFromCacheControl: true })
+  @Header('Cache-Control', 'public, s-maxage=1')
+  sharedMaxAge(): { run: number } {
+    return { run: this.runs.next('revalidate/shared') };
+  }
+
+  /** must-revalidate forbids the stale window stale-while-revalidate would grant. */
+  @Get('revalidate/over-swr')
+  @CachedRoute({ ttlFromCacheControl: true })
+  @Header('Cache-Control', 'public, max-age=1, must-revalidate, stale-while-revalidate=30')
+  overSwr(): { run: number } {
+    return { run: this.runs.next('revalidate/over-swr') };
+  }
+
   /** The same answer, on a route that keeps its own policy. */
   @Get('fixed')
   fixed(@Res({ passthrough: true }) response: unknown): { run: number } {
@@ -246,5 +278,23 @@ describe.each(ADAPTERS)('a route whose handler sets its own TTL, on %s', (adapte
     await http().get('/expires-ttl/future-max-age');
     const entry = await entryOf(0);
     expect(entry!.softExpireAt - entry!.createdAt).toBe(30_000);
+  });
+
+  it.each(['must', 'proxy', 'shared', 'over-swr'])(
+    'keeps no stale window for a response that must be revalidated once stale (%s): hard TTL = soft TTL',
+    async (name) => {
+      await http().get(`/revalidate/${name}`);
+      const entry = await entryOf(0);
+      expect(entry!.softExpireAt - entry!.createdAt).toBe(1_000);
+      expect(entry!.hardExpireAt - entry!.createdAt).toBe(1_000);
+    },
+  );
+
+  it('never serves a max-age=1, must-revalidate response once its second has passed', async () => {
+    await http().get('/revalidate/must');
+    await sleep(2_100);
+    const later = await http().get('/revalidate/must');
+    expect(later.headers['x-cache']).toBe('MISS');
+    expect(later.body).toEqual({ run: 2 });
   });
 });

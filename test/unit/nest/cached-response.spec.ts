@@ -76,8 +76,11 @@ describe('what the interceptor may store', () => {
 describe('the lifetime a handler gives its response (ttlFromCacheControl)', () => {
   it.each([
     ['public, max-age=120', { softMs: 120_000, staleMs: undefined }],
-    ['max-age=3600, S-MaxAge=60', { softMs: 60_000, staleMs: undefined }],
+    ['max-age=3600, S-MaxAge=60', { softMs: 60_000, staleMs: 0 }],
+    ['s-maxage=60, stale-while-revalidate=30', { softMs: 60_000, staleMs: 30_000 }],
     ['max-age="30", stale-while-revalidate=15', { softMs: 30_000, staleMs: 15_000 }],
+    ['max-age=30, Must-Revalidate', { softMs: 30_000, staleMs: 0 }],
+    ['max-age=30, proxy-revalidate, stale-while-revalidate=15', { softMs: 30_000, staleMs: 0 }],
     ['max-age=abc, s-maxage=-5', undefined],
     ['no-transform', undefined],
     [undefined, undefined],
