@@ -14,12 +14,18 @@ import {
 import type { ExecutionContext } from '@nestjs/common';
 import { CachedRoute, HerdGuardInterceptor, HerdGuardService } from '../../lib/index.js';
 import { CatalogDatabase, type CategorySummary, type Product } from './catalog.database.js';
-import { CatalogService } from './catalog.service.js';
+import { CatalogService, productTag } from './catalog.service.js';
 import { NotFoundOnNullInterceptor } from './not-found-on-null.interceptor.js';
 
-function productTag(context: ExecutionContext): string[] {
+/**
+ * The route's tags, from the id as a number: `/products/042` and `/products/42` are two URLs (two
+ * entries) of one product, and `expireTag(productTag(42))` must reach both. The interceptor runs
+ * before `ParseIntPipe`, hence the parsing here; an id the pipe rejects is answered 400 and cached
+ * under no tag.
+ */
+function productRouteTags(context: ExecutionContext): string[] {
   const { params } = context.switchToHttp().getRequest<{ params: { id: string } }>();
-  return [`product:${params.id}`, 'products'];
+  return [productTag(Number(params.id)), 'products'];
 }
 
 @Controller()
@@ -36,7 +42,7 @@ export class ProductsController {
    */
   @Get('products/:id')
   @UseInterceptors(NotFoundOnNullInterceptor, HerdGuardInterceptor)
-  @CachedRoute({ tags: productTag })
+  @CachedRoute({ tags: productRouteTags })
   async product(@Param('id', ParseIntPipe) id: number): Promise<Product | null> {
     return (await this.db.findProduct(id)) ?? null;
   }
@@ -72,7 +78,7 @@ export class ProductsController {
       throw new BadRequestException('priceCents must be a non-negative integer');
     }
     if (!this.db.setPrice(id, priceCents)) throw new NotFoundException(`No product ${id}`);
-    const expired = await this.cache.expireTag(`product:${id}`);
+    const expired = await this.cache.expireTag(productTag(id));
     await this.cache.expire('category-summary');
     return { expired };
   }

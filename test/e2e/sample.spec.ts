@@ -115,6 +115,34 @@ describe('sample app', () => {
     await request(http).post('/products/3/price').send({ priceCents: 'free' }).expect(400);
   });
 
+  it('refreshes a product read under a padded id (/products/042) after its price update', async () => {
+    const server = await startSample({ soft: '1h', hard: '2h' });
+    const http = server.getHttpServer();
+    const original = (await request(http).get('/products/042').expect(200)).body
+      .priceCents as number;
+    await request(http)
+      .post('/products/42/price')
+      .send({ priceCents: original + 1 })
+      .expect(200);
+    await request(http).get('/products/042').expect(200).expect('X-Cache', 'STALE');
+    await sleep(150); // the one background refresh lands
+    const fresh = await request(http).get('/products/042').expect(200);
+    expect(fresh.body).toMatchObject({ id: 42, priceCents: original + 1 });
+  });
+
+  it('answers 400 for an id that is not a number, and caches nothing for it', async () => {
+    const server = await startSample();
+    const http = server.getHttpServer();
+    const queriesBefore = await databaseQueries(server);
+    for (let i = 0; i < 3; i += 1) {
+      const response = await request(http).get('/products/4x2').expect(400);
+      expect(response.headers['x-cache']).toBeUndefined();
+    }
+    expect((await databaseQueries(server)) - queriesBefore).toBe(0);
+    const stats = await request(http).get('/stats').expect(200);
+    expect(stats.body.cache.reads).toEqual({ fresh: 0, stale: 0, miss: 0, negative: 0 });
+  });
+
   it('lists the hottest keys as JSON', async () => {
     const server = await startSample();
     const http = server.getHttpServer();
