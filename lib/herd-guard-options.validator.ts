@@ -5,6 +5,7 @@ import { isValidNamespace } from './stores/redis/redis-keys.js';
 import type { HerdGuardModuleOptions } from './interfaces/herd-guard-module-options.interface.js';
 import type { RedisStoreOptions } from './stores/redis/redis-store.options.js';
 import type { HerdGuardTelemetryOptions } from './interfaces/herd-guard-telemetry-options.interface.js';
+import type { HerdGuardHotKeysOptions } from './interfaces/herd-guard-hot-keys-options.interface.js';
 
 const MODULE_FIELDS: ReadonlySet<string> = new Set([
   'store',
@@ -26,6 +27,12 @@ const TELEMETRY_FIELDS: ReadonlySet<string> = new Set(
     metrics: true,
     rawKeys: true,
   } satisfies Record<keyof HerdGuardTelemetryOptions, true>),
+);
+const HOT_KEYS_FIELDS: ReadonlySet<string> = new Set(
+  Object.keys({
+    capacity: true,
+    rawKeys: true,
+  } satisfies Record<keyof HerdGuardHotKeysOptions, true>),
 );
 const MEMORY_FIELDS: ReadonlySet<string> = new Set(['maxEntries', 'now']);
 /**
@@ -125,15 +132,7 @@ export function validateModuleOptions(input: unknown): HerdGuardModuleOptions {
       `expected true, false or a LoggerService, received ${describe(logging)}`,
     );
   }
-  if (
-    hotKeys !== undefined &&
-    !(Number.isInteger(hotKeys) && (hotKeys as number) >= 0 && (hotKeys as number) <= MAX_HOT_KEYS)
-  ) {
-    throw new ConfigurationError(
-      'hotKeys',
-      `expected an integer from 0 to ${MAX_HOT_KEYS}, received ${describe(hotKeys)}`,
-    );
-  }
+  if (hotKeys !== undefined) assertHotKeys(hotKeys);
   if (telemetry !== undefined) assertTelemetry(telemetry);
   if (credentialHeaders !== undefined) assertCredentialHeaders(credentialHeaders);
   return input as HerdGuardModuleOptions;
@@ -155,6 +154,36 @@ function assertCredentialHeaders(headers: unknown): void {
       );
     }
   });
+}
+
+function assertHotKeys(hotKeys: unknown): void {
+  if (!isRecord(hotKeys)) return assertHotKeysCapacity(hotKeys, 'hotKeys');
+  for (const [name, value] of Object.entries(hotKeys)) {
+    if (!HOT_KEYS_FIELDS.has(name)) {
+      throw new ConfigurationError(
+        `hotKeys.${name}`,
+        `unknown option; known options are ${[...HOT_KEYS_FIELDS].join(', ')}`,
+      );
+    }
+    if (value === undefined) continue;
+    if (name === 'capacity') assertHotKeysCapacity(value, 'hotKeys.capacity');
+    else if (typeof value !== 'boolean') {
+      throw new ConfigurationError(
+        `hotKeys.${name}`,
+        `expected a boolean, received ${describe(value)}`,
+      );
+    }
+  }
+}
+
+function assertHotKeysCapacity(capacity: unknown, field: string): void {
+  if (typeof capacity === 'number' && Number.isInteger(capacity)) {
+    if (capacity >= 0 && capacity <= MAX_HOT_KEYS) return;
+  }
+  throw new ConfigurationError(
+    field,
+    `expected an integer from 0 to ${MAX_HOT_KEYS}, received ${describe(capacity)}`,
+  );
 }
 
 function assertTelemetry(telemetry: unknown): void {

@@ -60,8 +60,7 @@ export async function openResources(
   const store = options.store ?? (ownedStore as HerdStore);
   try {
     const engine = new HerdEngine({ store, policy: options.policy });
-    const hotKeys =
-      options.hotKeys === 0 ? undefined : new HotKeyTracker(engine, options.hotKeys ?? 64);
+    const hotKeys = openHotKeys(engine, options);
     const metrics = await openMetrics(engine, options, name);
     const logger = openLogger(engine, options, name);
     const telemetry =
@@ -78,6 +77,18 @@ export async function openResources(
     await ownedStore?.close();
     throw error;
   }
+}
+
+/** The hot-key summary, unless `hotKeys` is 0 (or its capacity is). */
+function openHotKeys(
+  engine: HerdEngine,
+  options: HerdGuardModuleOptions,
+): HotKeyTracker | undefined {
+  const settings =
+    typeof options.hotKeys === 'number' ? { capacity: options.hotKeys } : options.hotKeys;
+  const capacity = settings?.capacity ?? 64;
+  if (capacity === 0) return undefined;
+  return new HotKeyTracker(engine, capacity, { rawKeys: settings?.rawKeys === true });
 }
 
 /** Prometheus metrics with prom-client, when `metrics` asks for them. */

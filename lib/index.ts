@@ -62,6 +62,7 @@ export type { MemoryStoreOptions } from './stores/memory/memory.store.js';
 export { PrometheusMetrics } from './metrics/prometheus-metrics.js';
 export type { PrometheusMetricsOptions, PrometheusRegistry } from './metrics/prometheus-metrics.js';
 export { EventLogger } from './logging/event-logger.js';
+export type { HerdGuardHotKeysOptions } from './interfaces/herd-guard-hot-keys-options.interface.js';
 export type { HerdGuardTelemetryOptions } from './interfaces/herd-guard-telemetry-options.interface.js';
 export { HotKeyTracker } from './metrics/hot-key-tracker.js';
 export { HotKeys } from './metrics/hot-keys.js';

@@ -3,6 +3,7 @@ import type { CachePolicy } from '../core/policy.js';
 import type { PrometheusMetricsOptions } from '../metrics/prometheus-metrics.js';
 import type { HerdStore } from '../core/herd-store.interface.js';
 import type { MemoryStoreOptions } from '../stores/memory/memory.store.js';
+import type { HerdGuardHotKeysOptions } from './herd-guard-hot-keys-options.interface.js';
 import type { HerdGuardTelemetryOptions } from './herd-guard-telemetry-options.interface.js';
 import type { HerdGuardRedisOptions } from './herd-guard-redis-options.interface.js';
 
@@ -54,11 +55,12 @@ export interface HerdGuardModuleOptions {
    */
   readonly logging?: boolean | LoggerService;
   /**
-   * How many counters the hot-key summary keeps (most read / most loaded keys), at most 10,000;
-   * each
-   * read costs O(1) whatever the number. `0` disables. Default 64.
+   * The hot-key summary (most read / most loaded keys) of `metrics()`: how many counters it keeps,
+   * at most 10,000 (each read costs O(1) whatever the number; `0` disables; default 64), or
+   * `{ capacity, rawKeys }`. It names keys by hash unless `rawKeys: true`
+   * ({@link HerdGuardHotKeysOptions}).
    */
-  readonly hotKeys?: number;
+  readonly hotKeys?: number | HerdGuardHotKeysOptions;
   /**
    * Request headers that carry credentials besides `Authorization` and `Cookie` (e.g.
    * `['x-api-key']`), any case: the interceptor treats a request with one as private, for the routes

@@ -7,5 +7,18 @@ import { createHash } from 'node:crypto';
  */
 export function keyAttribute(key: string, raw: boolean): Record<string, string> {
   if (raw) return { 'herd_guard.key': key };
-  return { 'herd_guard.key.hash': createHash('sha256').update(key).digest('hex').slice(0, 16) };
+  return { 'herd_guard.key.hash': keyHash(key) };
+}
+
+/**
+ * How a key appears in text herd-guard publishes when raw keys are off (an exported error message,
+ * the hot-key summary): `#` and its hash, so that it can be matched with a span's
+ * `herd_guard.key.hash`, or with a key the reader knows, and reveals nothing else.
+ */
+export function hiddenKey(key: string): string {
+  return `#${keyHash(key)}`;
+}
+
+function keyHash(key: string): string {
+  return createHash('sha256').update(key).digest('hex').slice(0, 16);
 }

@@ -4,7 +4,7 @@ import type { HerdEvent } from '../core/events.js';
 import type { Fill, FillMode } from '../core/fill.js';
 import type { HerdEngine } from '../core/herd-engine.js';
 import type { LoadTracer, WaitOutcome } from '../core/load-tracer.js';
-import { keyAttribute } from './key-attribute.js';
+import { hiddenKey, keyAttribute } from './key-attribute.js';
 import { type OtelApi, SUPPRESS_TRACING_KEY } from './otel-api.js';
 
 export const LOAD_SPAN = 'herd-guard.load';
@@ -292,11 +292,6 @@ function guarded(record: () => void): void {
   } catch {
     // A span processor or exporter of the app threw: the span is lost, the load goes on.
   }
-}
-
-/** How a key appears in an exported error message when raw keys are off. */
-function hiddenKey(key: string): string {
-  return `#${keyAttribute(key, false)['herd_guard.key.hash']}`;
 }
 
 /** Now as epoch milliseconds with sub-millisecond precision (a span's start time). */

@@ -32,7 +32,7 @@ export class OpsController {
     return this.registry.metrics();
   }
 
-  /** The hottest keys (most read, most loaded): kept out of metric labels, served here as JSON. */
+  /** The hottest keys (most read, most loaded): kept out of metric labels, served here by hash. */
   @Get('cache/hot-keys')
   hotKeys(@Query('top') top = '10'): HerdGuardMetricsSnapshot['hotKeys'] {
     return this.cache.metrics(Math.min(64, Math.max(1, Number(top) || 10))).hotKeys;

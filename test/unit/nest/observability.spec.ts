@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import type { INestApplicationContext, LoggerService } from '@nestjs/common';
 import { Registry } from 'prom-client';
@@ -54,7 +55,9 @@ describe('HerdGuardModule observability', () => {
   });
 
   it('reports the hottest keys in the metrics snapshot, not in labels', async () => {
-    context = await startContext(HerdGuardModule.forRoot({ logging: false }));
+    context = await startContext(
+      HerdGuardModule.forRoot({ logging: false, hotKeys: { rawKeys: true } }),
+    );
     const cache = context.get(HerdGuardService);
     for (let i = 0; i < 5; i += 1) await cache.getOrLoad('hot', async () => 'h');
     await cache.getOrLoad('cold', async () => 'c');
@@ -63,6 +66,21 @@ describe('HerdGuardModule observability', () => {
     expect(snapshot.hotKeys.refreshed).toHaveLength(1);
     expect(snapshot.reads).toEqual({ fresh: 4, stale: 0, miss: 2, negative: 0 });
     expect(snapshot.store).toEqual({ name: 'memory', status: 'up', breaker: 'closed' });
+  });
+
+  it('names the hottest keys by the hash their OpenTelemetry spans carry, not by the keys', async () => {
+    const key = 'http:GET /account?token=s3cr3t&email=alice@example.com';
+    context = await startContext(HerdGuardModule.forRoot({ logging: false, hotKeys: 8 }));
+    const cache = context.get(HerdGuardService);
+    await cache.getOrLoad(key, async () => 'a');
+    await cache.getOrLoad(key, async () => 'a');
+    const hash = createHash('sha256').update(key).digest('hex').slice(0, 16);
+    const { hotKeys } = cache.metrics(1);
+    expect(hotKeys).toEqual({
+      requested: [{ key: `#${hash}`, count: 2, error: 0 }],
+      refreshed: [{ key: `#${hash}`, count: 1, error: 0 }],
+    });
+    expect(JSON.stringify(hotKeys)).not.toMatch(/s3cr3t|alice/);
   });
 
   it('can run without the hot-key summary', async () => {
@@ -127,6 +145,9 @@ describe('HerdGuardModule observability', () => {
     [{ logging: 42 }, 'logging'],
     [{ hotKeys: -1 }, 'hotKeys'],
     [{ hotKeys: 1.5 }, 'hotKeys'],
+    [{ hotKeys: { capacity: -1 } }, 'hotKeys.capacity'],
+    [{ hotKeys: { rawKeys: 'yes' } }, 'hotKeys.rawKeys'],
+    [{ hotKeys: { size: 8 } }, 'hotKeys.size'],
   ])('fails the bootstrap on %p naming %s', async (options, field) => {
     await expect(startContext(HerdGuardModule.forRoot(options as never))).rejects.toMatchObject({
       field,
