@@ -1,5 +1,5 @@
-import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
-import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import { Inject, Injectable, Logger, type OnModuleInit, Optional } from '@nestjs/common';
+import { ApplicationConfig, DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { Observable, defer } from 'rxjs';
 import { type CachePolicy, resolvePolicy } from '../core/policy.js';
 import { ConfigurationError } from '../errors/configuration.error.js';
@@ -10,14 +10,16 @@ import {
   HERD_GUARD_DEFAULT_POLICY,
   HERD_GUARD_ROUTE,
   HERD_GUARD_SERVICE,
+  HERD_GUARD_SKIP,
 } from '../herd-guard.constants.js';
 import { HerdGuardCaches } from '../herd-guard.caches.js';
 import { DEFAULT_CACHE_NAME } from '../herd-guard.names.js';
 import type { HerdGuardService } from '../herd-guard.service.js';
 import type { CachedOptions } from '../interfaces/cached-options.interface.js';
 import type { CachedRouteOptions } from '../interfaces/cached-route-options.interface.js';
+import { assertSerializerInside } from '../interceptors/serializer-order.js';
 import { methodCacheKey } from '../keys/method-key.js';
-import { designReturnType, isClassOrSubclass } from '../metadata/design-metadata.js';
+import { designReturnType, isClassOrSubclass, readMetadata } from '../metadata/design-metadata.js';
 import { cacheOption, functionOption, tagsOption } from '../metadata/option-fields.js';
 import { routeConfig } from '../metadata/route-config.js';
 import {
@@ -65,6 +67,7 @@ export class CachedMethodsExplorer implements OnModuleInit {
     @Inject(HERD_GUARD_DEFAULT_POLICY) private readonly defaultPolicy: CachePolicy | undefined,
     @Inject(HERD_GUARD_CACHE_NAME) private readonly name: string,
     private readonly caches: HerdGuardCaches,
+    @Optional() private readonly appConfig?: ApplicationConfig,
   ) {}
 
   /**
@@ -206,9 +209,16 @@ export class CachedMethodsExplorer implements OnModuleInit {
       controller,
     );
     const prototype = controller.prototype as object;
+    const outer = [...this.#globalInterceptors(), ...interceptorsOf(controller)];
     for (const name of this.scanner.getAllMethodNames(prototype)) {
       const handler = (prototype as Record<string, unknown>)[name];
       if (typeof handler !== 'function') continue;
+      if (isRoute(handler) && this.reflector.get(HERD_GUARD_SKIP, handler as Method) !== true) {
+        assertSerializerInside(`${controller.name}.${name}`, [
+          ...outer,
+          ...interceptorsOf(handler),
+        ]);
+      }
       if (this.#cachedOptions(prototype, name) !== undefined) {
         // Nest binds route handlers before module init, so a wrapper would never be called.
         throw new ConfigurationError(
@@ -225,6 +235,18 @@ export class CachedMethodsExplorer implements OnModuleInit {
       const { policy, cache } = routeConfig(controllerOptions, handlerOptions, field);
       if (this.#isOwn(cache, field)) resolvePolicy(policy, this.defaultPolicy, field);
     }
+  }
+
+  /**
+   * The app's global interceptors in the order Nest runs them (`useGlobalInterceptors` and
+   * `APP_INTERCEPTOR`, then request-scoped ones), known by module init.
+   */
+  #globalInterceptors(): unknown[] {
+    if (this.appConfig === undefined) return [];
+    return [
+      ...this.appConfig.getGlobalInterceptors(),
+      ...this.appConfig.getGlobalRequestInterceptors().map((wrapper) => wrapper.metatype),
+    ];
   }
 
   /**
@@ -245,6 +267,20 @@ export class CachedMethodsExplorer implements OnModuleInit {
     }
     return name === this.name;
   }
+}
+
+// Nest's own metadata keys (`@nestjs/common` constants), read without importing Nest internals.
+const INTERCEPTORS_METADATA = '__interceptors__';
+const PATH_METADATA = 'path';
+
+/** The interceptors `@UseInterceptors` binds to a controller or a handler, outermost first. */
+function interceptorsOf(target: object): readonly unknown[] {
+  const bound = readMetadata(INTERCEPTORS_METADATA, target);
+  return Array.isArray(bound) ? bound : [];
+}
+
+function isRoute(handler: object): boolean {
+  return readMetadata(PATH_METADATA, handler) !== undefined;
 }
 
 /**
