@@ -5,6 +5,7 @@ import {
   type SentBody,
   answeredBody,
   bytesOf,
+  jsonView,
   preparedType,
 } from './platform-body.js';
 
@@ -27,7 +28,11 @@ export const EXPRESS_BODY: PlatformBody = {
     try {
       if (typeof answered === 'object' && answered !== null) {
         return {
-          body: ArrayBuffer.isView(body) ? (JSON.parse(JSON.stringify(body)) as unknown) : body,
+          body: ArrayBuffer.isView(body)
+            ? (JSON.parse(JSON.stringify(body)) as unknown)
+            : typeof body === 'object' && body !== null
+              ? jsonView(body)
+              : body,
           contentType: expressTextType(type ?? 'application/json'),
         };
       }

@@ -4,6 +4,7 @@ import {
   type ReplayBody,
   type SentBody,
   answeredBody,
+  jsonView,
   preparedType,
 } from './platform-body.js';
 
@@ -36,7 +37,8 @@ export const FASTIFY_BODY: PlatformBody = {
     }
     // JSON cannot hold these: the serializer fails.
     if (typeof answered === 'bigint' || typeof answered === 'symbol') return undefined;
-    return { body, contentType: type?.jsonValue ?? JSON_TYPE };
+    const sent = typeof body === 'object' && body !== null ? jsonView(body) : body;
+    return { body: sent, contentType: type?.jsonValue ?? JSON_TYPE };
   },
 
   replay(body: unknown, contentType: string | undefined): ReplayBody {

@@ -70,3 +70,24 @@ export function preparedType(body: unknown, contentType: string | undefined): st
 export function bytesOf(view: ArrayBufferView): Buffer {
   return Buffer.isBuffer(view) ? view : Buffer.from(view.buffer, view.byteOffset, view.byteLength);
 }
+
+/**
+ * `body`, or its JSON view when a `toJSON()` in it decides what is sent as JSON: a stored copy is
+ * made of plain objects and would lose that method (a Date's and a binary value's survive the
+ * copy). A view that is no object is kept as its JSON text, which every platform sends as it is.
+ */
+export function jsonView(body: object): unknown {
+  if (!definesJson(body, new Set())) return body;
+  const text = JSON.stringify(body) as string | undefined;
+  if (text === undefined) return body;
+  const view: unknown = JSON.parse(text);
+  return typeof view === 'object' && view !== null ? view : text;
+}
+
+function definesJson(value: unknown, seen: Set<object>): boolean {
+  if (typeof value !== 'object' || value === null || seen.has(value)) return false;
+  if (value instanceof Date || ArrayBuffer.isView(value)) return false;
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return true;
+  seen.add(value);
+  return Object.values(value).some((field) => definesJson(field, seen));
+}

@@ -73,6 +73,15 @@ class UserEntity {
   @ExposedTo(['admin']) readonly email = 'ada@example.com';
 }
 
+/** Sent as its `toJSON()`, not as its fields. */
+class Money {
+  constructor(readonly cents: number) {}
+
+  toJSON(): string {
+    return `${(this.cents / 100).toFixed(2)} EUR`;
+  }
+}
+
 const USER = '{"id":7,"name":"Ada"}';
 const ADMIN = '{"id":7,"name":"Ada","email":"ada@example.com"}';
 
@@ -265,5 +274,50 @@ describe.each(ADAPTERS)('ClassSerializerInterceptor outside the cache (%s)', (ad
     expect(String(failure)).toMatch(
       /UsersController\.user.*ClassSerializerInterceptor.*inside HerdGuardInterceptor/,
     );
+  });
+});
+
+@Controller('prices')
+@UseInterceptors(HerdGuardInterceptor)
+class PricesController {
+  @Get('one')
+  one(): { readonly price: Money; readonly at: Date } {
+    return { price: new Money(999), at: new Date(Date.UTC(2026, 0, 2)) };
+  }
+
+  @Get('money')
+  money(): Money {
+    return new Money(1250);
+  }
+}
+
+describe.each(ADAPTERS)('a body with toJSON() (%s)', (adapter) => {
+  let pods: INestApplication[] = [];
+
+  beforeAll(async () => {
+    @Module({
+      imports: [HerdGuardModule.forRoot({ redis: server.url, namespace: `to-json-${adapter}` })],
+      controllers: [PricesController],
+    })
+    class AppModule {}
+    pods = [await startHttpApp(adapter, AppModule), await startHttpApp(adapter, AppModule)];
+  });
+
+  afterAll(async () => {
+    for (const pod of pods) await pod.close();
+  });
+
+  it.each([
+    ['one', '{"price":"9.99 EUR","at":"2026-01-02T00:00:00.000Z"}'],
+    ['money', '"12.50 EUR"'],
+  ])('answers /prices/%s as its JSON on MISS, HIT and on the other pod', async (route, json) => {
+    const [loader, other] = pods as [INestApplication, INestApplication];
+    const answers = [
+      await request(loader.getHttpServer()).get(`/prices/${route}`),
+      await request(loader.getHttpServer()).get(`/prices/${route}`),
+      await request(other.getHttpServer()).get(`/prices/${route}`),
+    ];
+    expect(answers.map((answer) => answer.headers['x-cache'])).toEqual(['MISS', 'HIT', 'HIT']);
+    for (const answer of answers) expect(answer.text).toBe(json);
   });
 });
