@@ -1,4 +1,11 @@
-import { Inject, Injectable, Logger, type OnModuleInit, Optional } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnModuleInit,
+  Optional,
+  RequestMethod,
+} from '@nestjs/common';
 import { ApplicationConfig, DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { Observable, defer } from 'rxjs';
 import { type CachePolicy, resolvePolicy } from '../core/policy.js';
@@ -213,7 +220,12 @@ export class CachedMethodsExplorer implements OnModuleInit {
     for (const name of this.scanner.getAllMethodNames(prototype)) {
       const handler = (prototype as Record<string, unknown>)[name];
       if (typeof handler !== 'function') continue;
-      if (isRoute(handler) && this.reflector.get(HERD_GUARD_SKIP, handler as Method) !== true) {
+      const skipped =
+        this.reflector.getAllAndOverride<boolean | undefined>(HERD_GUARD_SKIP, [
+          handler as Method,
+          controller,
+        ]) === true;
+      if (isCachedMethodRoute(handler) && !skipped) {
         assertSerializerInside(`${controller.name}.${name}`, [
           ...outer,
           ...interceptorsOf(handler),
@@ -272,6 +284,7 @@ export class CachedMethodsExplorer implements OnModuleInit {
 // Nest's own metadata keys (`@nestjs/common` constants), read without importing Nest internals.
 const INTERCEPTORS_METADATA = '__interceptors__';
 const PATH_METADATA = 'path';
+const METHOD_METADATA = 'method';
 
 /** The interceptors `@UseInterceptors` binds to a controller or a handler, outermost first. */
 function interceptorsOf(target: object): readonly unknown[] {
@@ -279,8 +292,13 @@ function interceptorsOf(target: object): readonly unknown[] {
   return Array.isArray(bound) ? bound : [];
 }
 
-function isRoute(handler: object): boolean {
-  return readMetadata(PATH_METADATA, handler) !== undefined;
+/**
+ * Whether `handler` is a route the interceptor may cache: a `GET` (or `@All`).
+ */
+function isCachedMethodRoute(handler: object): boolean {
+  if (readMetadata(PATH_METADATA, handler) === undefined) return false;
+  const method = readMetadata(METHOD_METADATA, handler);
+  return method === undefined || method === RequestMethod.GET || method === RequestMethod.ALL;
 }
 
 /**

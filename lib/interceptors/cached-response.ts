@@ -152,8 +152,9 @@ export function cacheControlLifetime(
 const HTTP_DATE = /^\s*(mon|tue|wed|thu|fri|sat|sun)[a-z]*,?\s/i;
 
 /**
- * The freshness lifetime a response's `Expires` gives (RFC 9111 §4.2.1: `Expires` minus `Date`,
- * or minus `now` when the handler set no `Date`), in ms: 0 or less when it is in the past or is
+ * The freshness a response's `Expires` leaves it, in ms: its lifetime (RFC 9111 §4.2.1: `Expires`
+ * minus `Date`, or minus `now` when the handler set no `Date`) less its age (§4.2.3: `now` minus a
+ * `Date` in the past, as when a handler relays an upstream's response): 0 or less when it is in the past or is
  * no HTTP-date (`Expires: 0`, a common way to say "do not cache"), which RFC 9111 §5.3 reads as
  * already expired. `undefined` without `Expires`, or when `cacheControl` has a `max-age` or an
  * `s-maxage`, which a shared cache takes instead (RFC 9111 §5.3).
@@ -168,7 +169,8 @@ export function expiresLifetimeMs(
   const expiresAt = HTTP_DATE.test(expires) ? Date.parse(expires) : Number.NaN;
   if (Number.isNaN(expiresAt)) return 0;
   const sentAt = date !== undefined && HTTP_DATE.test(date) ? Date.parse(date) : Number.NaN;
-  return expiresAt - (Number.isNaN(sentAt) ? now : sentAt);
+  if (Number.isNaN(sentAt)) return expiresAt - now;
+  return expiresAt - sentAt - Math.max(0, now - sentAt);
 }
 
 /** Whether a `Cache-Control` has a `max-age` or an `s-maxage` directive, valid or not. */

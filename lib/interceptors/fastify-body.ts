@@ -37,8 +37,13 @@ export const FASTIFY_BODY: PlatformBody = {
     }
     // JSON cannot hold these: the serializer fails.
     if (typeof answered === 'bigint' || typeof answered === 'symbol') return undefined;
-    const sent = typeof body === 'object' && body !== null ? jsonView(body) : body;
-    return { body: sent, contentType: type?.jsonValue ?? JSON_TYPE };
+    try {
+      const sent = typeof body === 'object' && body !== null ? jsonView(body) : body;
+      return { body: sent, contentType: type?.jsonValue ?? JSON_TYPE };
+    } catch {
+      // A view that cannot be stored (see jsonView): the response passes through.
+      return undefined;
+    }
   },
 
   replay(body: unknown, contentType: string | undefined): ReplayBody {

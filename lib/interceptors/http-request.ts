@@ -113,8 +113,9 @@ export class HttpRequest {
   isPrivate(credentialHeaders: readonly string[]): boolean {
     if (this.#carries('authorization') || this.#carries('cookie')) return true;
     for (const name of credentialHeaders) if (this.#carries(name)) return true;
-    const { user } = this.raw;
-    return user !== undefined && user !== null;
+    // A user is an object (or at least truthy): Fastify's `decorateRequest('user', '')` leaves ''
+    // on every request a guard did not fill.
+    return Boolean(this.raw.user);
   }
 
   /** Whether the request has the header `name` with a value (an empty one carries nothing). */

@@ -74,14 +74,17 @@ export function bytesOf(view: ArrayBufferView): Buffer {
 /**
  * `body`, or its JSON view when a `toJSON()` in it decides what is sent as JSON: a stored copy is
  * made of plain objects and would lose that method (a Date's and a binary value's survive the
- * copy). A view that is no object is kept as its JSON text, which every platform sends as it is.
+ * copy). Throws (the response is then not stored) when that view is no object: an outer
+ * interceptor would see a value other than the handler's, and a `toJSON()` that answers nothing
+ * must not leave the object's own fields to be stored instead. A `toJSON()` that throws throws.
  */
 export function jsonView(body: object): unknown {
   if (!definesJson(body, new Set())) return body;
   const text = JSON.stringify(body) as string | undefined;
-  if (text === undefined) return body;
-  const view: unknown = JSON.parse(text);
-  return typeof view === 'object' && view !== null ? view : text;
+  const view: unknown = text === undefined ? undefined : JSON.parse(text);
+  if (typeof view !== 'object' || view === null)
+    throw new TypeError('a toJSON() view that is no object is not stored');
+  return view;
 }
 
 function definesJson(value: unknown, seen: Set<object>): boolean {

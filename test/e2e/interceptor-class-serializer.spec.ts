@@ -307,17 +307,28 @@ describe.each(ADAPTERS)('a body with toJSON() (%s)', (adapter) => {
     for (const pod of pods) await pod.close();
   });
 
-  it.each([
-    ['one', '{"price":"9.99 EUR","at":"2026-01-02T00:00:00.000Z"}'],
-    ['money', '"12.50 EUR"'],
-  ])('answers /prices/%s as its JSON on MISS, HIT and on the other pod', async (route, json) => {
+  it('answers /prices/one as its JSON on MISS, HIT and on the other pod', async () => {
     const [loader, other] = pods as [INestApplication, INestApplication];
     const answers = [
-      await request(loader.getHttpServer()).get(`/prices/${route}`),
-      await request(loader.getHttpServer()).get(`/prices/${route}`),
-      await request(other.getHttpServer()).get(`/prices/${route}`),
+      await request(loader.getHttpServer()).get('/prices/one'),
+      await request(loader.getHttpServer()).get('/prices/one'),
+      await request(other.getHttpServer()).get('/prices/one'),
     ];
     expect(answers.map((answer) => answer.headers['x-cache'])).toEqual(['MISS', 'HIT', 'HIT']);
-    for (const answer of answers) expect(answer.text).toBe(json);
+    for (const answer of answers)
+      expect(answer.text).toBe('{"price":"9.99 EUR","at":"2026-01-02T00:00:00.000Z"}');
+  });
+
+  it('passes a body whose toJSON() is no object through uncached, with the JSON Nest sends', async () => {
+    // Stored, its view would reach outer interceptors as text, not as the handler's value.
+    const [loader, other] = pods as [INestApplication, INestApplication];
+    const answers = [
+      await request(loader.getHttpServer()).get('/prices/money'),
+      await request(other.getHttpServer()).get('/prices/money'),
+    ];
+    for (const answer of answers) {
+      expect(answer.headers['x-cache']).toBeUndefined();
+      expect(answer.text).toBe('"12.50 EUR"');
+    }
   });
 });
