@@ -8,7 +8,17 @@ import {
   ServiceUnavailableException,
 } from '@nestjs/common';
 import { HttpAdapterHost, ModuleRef, Reflector } from '@nestjs/core';
-import { type Observable, defaultIfEmpty, from, map, mergeMap, of, takeLast, tap } from 'rxjs';
+import {
+  type Observable,
+  concatMap,
+  defaultIfEmpty,
+  from,
+  map,
+  mergeMap,
+  of,
+  takeLast,
+  tap,
+} from 'rxjs';
 import { PASS_MAX_MS } from '../core/fill-protocol.js';
 import type { LoadContext, ReadOptions, ReadResult } from '../core/herd-engine.js';
 import type { ResolvedPolicy } from '../core/policy.js';
@@ -23,7 +33,7 @@ import { HERD_GUARD_ROUTE, HERD_GUARD_SKIP } from '../herd-guard.constants.js';
 import { DEFAULT_CACHE_NAME, getHerdGuardToken } from '../herd-guard.names.js';
 import { HerdGuardService } from '../herd-guard.service.js';
 import type { CachedRouteOptions } from '../interfaces/cached-route-options.interface.js';
-import { routeCacheKey } from '../keys/route-key.js';
+import { routeCacheKey, routePathTag } from '../keys/route-key.js';
 import { type RouteConfig, routeConfig } from '../metadata/route-config.js';
 import {
   CACHEABLE_STATUSES,
@@ -50,6 +60,7 @@ import {
 import { UncacheableResponse } from './uncacheable-response.js';
 import { UnstorableKeys } from './unstorable-keys.js';
 import { mergeVary, varyNames } from './vary.js';
+import { UNSAFE_METHODS, isDoneWrite, sameOriginPath } from './write-targets.js';
 
 /** What the interceptor stores for a route: a response, or a cached "not found". */
 type StoredResponse = CachedResponse | null | undefined;
@@ -119,7 +130,8 @@ interface HandlerState extends RouteHandler {
 /**
  * Caches the responses of GET and HEAD routes as a shared cache (RFC 9111): concurrent requests
  * for one key run the handler once, stale responses are served while one refresh runs, and private
- * or unstorable responses pass through. Bind it with `@UseInterceptors` or `APP_INTERCEPTOR`;
+ * or unstorable responses pass through; a successful POST, PUT, PATCH or DELETE deletes the
+ * cached GET responses of its path. Bind it with `@UseInterceptors` or `APP_INTERCEPTOR`;
  * customise it through the protected hooks. How it decides:
  * docs/nestjs.md#how-the-interceptor-works.
  */
@@ -158,7 +170,13 @@ export class HerdGuardInterceptor implements NestInterceptor {
     context: ExecutionContext,
     next: CallHandler,
   ): Observable<unknown> | Promise<Observable<unknown>> {
-    // Check: only GET/HEAD requests of handlers whose responses can be replayed, each request once.
+    // Writes invalidate the path's entries; only GET/HEAD requests of handlers whose responses can
+    // be replayed are cached; each request once.
+    if (context.getType() === 'http') {
+      const request = this.#request(context);
+      if (UNSAFE_METHODS.has(request.method) && !request.handled)
+        return this.#invalidating(context, next, request);
+    }
     if (!this.isRequestCacheable(context)) return next.handle();
     const request = this.#request(context);
     if (request.handled) return next.handle();
@@ -227,6 +245,8 @@ export class HerdGuardInterceptor implements NestInterceptor {
       const head = ResponseHead.watch(response.node);
       const { ttlFromCacheControl } = route;
       const policy = cache.engine.policyFor(route.policy);
+      // Under its path's tag, so a write to the path finds it whatever its query, vary or scope.
+      loading.setPolicy({ tags: [routePathTag(request)] });
       const run = {
         cache,
         key,
@@ -264,6 +284,58 @@ export class HerdGuardInterceptor implements NestInterceptor {
         throw httpErrorFor(cause);
       },
     );
+  }
+
+  /**
+   * Runs a write's handler; once it answers 2xx or 3xx, and before that answer goes out, deletes
+   * the GET entries of its path and of its same-origin `Location` and `Content-Location` (RFC 9111
+   * §4.4), on every pod that shares the store. A handler's error (4xx, 5xx) invalidates nothing.
+   * Deleted rather than expired: a stale entry would answer the writer's next read with what it
+   * just replaced.
+   */
+  #invalidating(
+    context: ExecutionContext,
+    next: CallHandler,
+    request: HttpRequest,
+  ): Observable<unknown> {
+    if (!this.routeConfigOf(context).invalidateOnWrite) return next.handle();
+    request.markHandled();
+    return next
+      .handle()
+      .pipe(
+        concatMap((body: unknown, index) =>
+          index === 0
+            ? from(this.#invalidateWritten(context, request, body)).pipe(map(() => body))
+            : of(body),
+        ),
+      );
+  }
+
+  async #invalidateWritten(
+    context: ExecutionContext,
+    request: HttpRequest,
+    body: unknown,
+  ): Promise<void> {
+    const response = this.#response(context);
+    if (!isDoneWrite(finalStatus(this.#handlerOf(context), body, response.status))) return;
+    const { scheme, host, url } = request;
+    const tags = new Set([routePathTag(request)]);
+    if (scheme !== undefined && host !== undefined) {
+      const queryAt = url.indexOf('?');
+      const path = queryAt === -1 ? url : url.slice(0, queryAt);
+      for (const name of ['location', 'content-location']) {
+        const reference = response.header(name);
+        const target =
+          reference === undefined
+            ? undefined
+            : sameOriginPath(reference, scheme, host.split(' '), path);
+        if (target !== undefined) tags.add(routePathTag({ scheme, host, url: target }));
+      }
+    }
+    const cache = this.#cacheOf(this.routeConfigOf(context));
+    // A store that fails must not fail a write that is done: its entries then expire with their
+    // TTL.
+    await Promise.all([...tags].map((tag) => cache.deleteTag(tag).catch(() => undefined)));
   }
 
   /**

@@ -44,4 +44,11 @@ export interface CachedRouteOptions extends CachePolicy {
    * of the app. Default: the unnamed cache (the one `HerdGuardInterceptor` is made with).
    */
   readonly cache?: string;
+  /**
+   * On a POST, PUT, PATCH or DELETE handler (or its controller): whether a 2xx or 3xx answer
+   * deletes the cached GET responses of its path, and of its same-origin `Location` and
+   * `Content-Location`, before it is sent (RFC 9111 §4.4). Default `true`; `false` for a write
+   * that leaves what the path answers unchanged (a view counter, a search by POST).
+   */
+  readonly invalidateOnWrite?: boolean;
 }

@@ -53,6 +53,27 @@ export function routeCacheKey(parts: RouteKeyParts): string {
   const query =
     queryAt === -1 ? '' : canonicalQuery(parts.url.slice(queryAt + 1), parts.ignoreQuery ?? []);
   const handler = parts.handler === undefined ? '' : ` ${encodeName(parts.handler)}`;
+  let key = `http:${method}${handler} ${target(parts, path)}${query === '' ? '' : `?${query}`}`;
+  const vary = Object.entries(parts.vary ?? {})
+    .map(([name, value]) => `${name.toLowerCase()}=${encodeURIComponent(value ?? '')}`)
+    .sort();
+  for (const header of vary) key += ` ${header}`;
+  if (parts.scope !== undefined) key += ` @${encodeURIComponent(parts.scope)}`;
+  return key;
+}
+
+/**
+ * The tag every cached GET response of a path is stored with, whatever its handler, query, vary
+ * headers or scope: `http:path //shop.example.com/items`, the origin and path written as in
+ * {@link routeCacheKey}. A write to the path deletes the tag's entries.
+ */
+export function routePathTag(parts: Pick<RouteKeyParts, 'url' | 'host' | 'scheme'>): string {
+  const queryAt = parts.url.indexOf('?');
+  return `http:path ${target(parts, queryAt === -1 ? parts.url : parts.url.slice(0, queryAt))}`;
+}
+
+/** Scheme, host name and `path` as a key writes them. */
+function target(parts: Pick<RouteKeyParts, 'host' | 'scheme'>, path: string): string {
   const host = parts.host === undefined ? '' : `//${encodeName(hostName(parts.host))}`;
   // Left out for `http`, so the keys of plain-HTTP requests are those of a release without it. A
   // scheme starts with a letter: it cannot be read as a host (`//`) or a path (`/`, ` `).
@@ -61,13 +82,7 @@ export function routeCacheKey(parts: RouteKeyParts): string {
     scheme === undefined || scheme === 'http' ? host : `${encodeURIComponent(scheme)}:${host}`;
   // After `//host` the path must start with `/`; without a host it must not start with `//`.
   const plainPath = path.startsWith('/') && (parts.host !== undefined || !path.startsWith('//'));
-  let key = `http:${method}${handler} ${origin}${plainPath ? '' : ' '}${path}${query === '' ? '' : `?${query}`}`;
-  const vary = Object.entries(parts.vary ?? {})
-    .map(([name, value]) => `${name.toLowerCase()}=${encodeURIComponent(value ?? '')}`)
-    .sort();
-  for (const header of vary) key += ` ${header}`;
-  if (parts.scope !== undefined) key += ` @${encodeURIComponent(parts.scope)}`;
-  return key;
+  return `${origin}${plainPath ? '' : ' '}${path}`;
 }
 
 /**

@@ -26,6 +26,8 @@ export interface RouteConfig {
   readonly ttlFromCacheControl: boolean;
   /** The `name` of the cache the route uses; `undefined` for the default cache. */
   readonly cache?: string;
+  /** A successful POST, PUT, PATCH or DELETE deletes the GET entries of its path. */
+  readonly invalidateOnWrite: boolean;
 }
 
 /**
@@ -48,6 +50,7 @@ export function routeConfig(
     shareAcrossUsers,
     ttlFromCacheControl,
     cache,
+    invalidateOnWrite,
     ...policy
   } = {
     ...controllerOptions,
@@ -65,6 +68,12 @@ export function routeConfig(
       `expected true or false, received ${typeof ttlFromCacheControl}`,
     );
   }
+  if (invalidateOnWrite !== undefined && typeof invalidateOnWrite !== 'boolean') {
+    throw new ConfigurationError(
+      `${field}.invalidateOnWrite`,
+      `expected true or false, received ${typeof invalidateOnWrite}`,
+    );
+  }
   return {
     policy: Object.keys(policy).length === 0 ? undefined : policy,
     vary: stringList(vary, `${field}.vary`).map((name) => name.toLowerCase()),
@@ -74,5 +83,6 @@ export function routeConfig(
     shareAcrossUsers: shareAcrossUsers === true,
     ttlFromCacheControl: ttlFromCacheControl === true,
     cache: cacheOption(cache, `${field}.cache`),
+    invalidateOnWrite: invalidateOnWrite !== false,
   };
 }

@@ -1,15 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import {
+  BadRequestException,
   Controller,
   Get,
   Injectable,
   type INestApplication,
   Module,
+  Post,
   UseInterceptors,
 } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import request from 'supertest';
 import {
+  CachedRoute,
   HerdGuardInterceptor,
   HerdGuardModule,
   HerdGuardService,
@@ -51,14 +54,60 @@ class PricesController {
   }
 }
 
+/** What the stock routes answer: written by POSTs on any pod, read by the GET. */
+@Injectable()
+class Stock {
+  count = 0;
+}
+
+@Controller('stock')
+@UseInterceptors(HerdGuardInterceptor)
+class StockController {
+  constructor(private readonly stock: Stock) {}
+
+  @Get()
+  read(): { count: number } {
+    return { count: this.stock.count };
+  }
+
+  @Post()
+  add(): { count: number } {
+    this.stock.count += 1;
+    return { count: this.stock.count };
+  }
+
+  @Post('invalid')
+  invalid(): never {
+    this.stock.count += 1;
+    throw new BadRequestException('no quantity');
+  }
+
+  @Post('audit')
+  @CachedRoute({ invalidateOnWrite: false })
+  audit(): { audited: true } {
+    this.stock.count += 1;
+    return { audited: true };
+  }
+}
+
 function appModule(options: HerdGuardModuleOptions) {
   @Module({
     imports: [HerdGuardModule.forRoot(options)],
-    controllers: [PricesController],
-    providers: [Prices],
+    controllers: [PricesController, StockController],
+    providers: [Prices, Stock],
   })
   class AppModule {}
   return AppModule;
+}
+
+/** A property that reads and writes `target.count`, so several objects share one value. */
+function accessor(target: { count: number }): PropertyDescriptor {
+  return {
+    get: () => target.count,
+    set: (value: number) => {
+      target.count = value;
+    },
+  };
 }
 
 async function connectedClients(): Promise<number> {
@@ -94,6 +143,51 @@ describe('HerdGuardModule with Redis', () => {
     } finally {
       await Promise.all(pods.map((pod) => pod.close()));
     }
+  });
+
+  describe('two pods sharing one Redis and one database', () => {
+    let pods: INestApplication[];
+    const stock = { count: 0 };
+    const get = (pod: INestApplication) => request(pod.getHttpServer()).get('/stock').expect(200);
+    const post = (pod: INestApplication, path: string) =>
+      request(pod.getHttpServer()).post(`/stock${path}`);
+
+    beforeAll(async () => {
+      const module = appModule({ redis: server.url, namespace: 'e2e-writes' });
+      pods = [await startHttpApp('express', module), await startHttpApp('fastify', module)];
+      // One database behind both pods.
+      for (const pod of pods) Object.defineProperty(pod.get(Stock), 'count', accessor(stock));
+    });
+
+    afterAll(async () => {
+      await Promise.all(pods.map((pod) => pod.close()));
+    });
+
+    /** Caches `/stock` through pod B: its next GET is a HIT. */
+    async function cacheOnB(): Promise<void> {
+      await get(pods[1]!);
+      expect((await get(pods[1]!)).headers['x-cache']).toBe('HIT');
+    }
+
+    it('answers the next GET on pod B with a MISS and the new data after a POST on pod A', async () => {
+      await cacheOnB();
+      const written = await post(pods[0]!, '').expect(201);
+      const read = await get(pods[1]!);
+      expect(read.headers['x-cache']).toBe('MISS');
+      expect(read.body).toEqual(written.body);
+    });
+
+    it('keeps pod B’s entry after a POST on pod A that fails with a 4xx', async () => {
+      await cacheOnB();
+      await post(pods[0]!, '/invalid').expect(400);
+      expect((await get(pods[1]!)).headers['x-cache']).toBe('HIT');
+    });
+
+    it('keeps pod B’s entry after a POST on pod A whose route opts out', async () => {
+      await cacheOnB();
+      await post(pods[0]!, '/audit').expect(201);
+      expect((await get(pods[1]!)).headers['x-cache']).toBe('HIT');
+    });
   });
 
   it('closes the Redis connections it opened on shutdown', async () => {
