@@ -54,6 +54,7 @@ import { ResponseHead } from './response-head.js';
 import {
   type RouteHandler,
   describeRouteHandler,
+  finalLocation,
   finalStatus,
   isStreamBody,
 } from './route-handler.js';
@@ -317,14 +318,18 @@ export class HerdGuardInterceptor implements NestInterceptor {
     body: unknown,
   ): Promise<void> {
     const response = this.#response(context);
-    if (!isDoneWrite(finalStatus(this.#handlerOf(context), body, response.status))) return;
+    const handler = this.#handlerOf(context);
+    if (!isDoneWrite(finalStatus(handler, body, response.status))) return;
     const { scheme, host, url } = request;
     const tags = new Set([routePathTag(request)]);
     if (scheme !== undefined && host !== undefined) {
       const queryAt = url.indexOf('?');
       const path = queryAt === -1 ? url : url.slice(0, queryAt);
-      for (const name of ['location', 'content-location']) {
-        const reference = response.header(name);
+      const references = [
+        finalLocation(handler, body, response.header('location')),
+        response.header('content-location'),
+      ];
+      for (const reference of references) {
         const target =
           reference === undefined
             ? undefined

@@ -29,6 +29,8 @@ export interface RouteHandler {
    * (the decorator's, else 302); `undefined` for other handlers.
    */
   readonly redirectStatus: number | undefined;
+  /** For a `@Redirect()` handler, the decorator's url (`''`: the handler returns one). */
+  readonly redirectUrl: string | undefined;
 }
 
 export function describeRouteHandler(
@@ -41,6 +43,7 @@ export function describeRouteHandler(
   );
   const takesResponse = takesResponseObject(controller, name);
   const passthrough = readMetadata(RESPONSE_PASSTHROUGH_METADATA, controller, name) === true;
+  const redirect = redirectOf(readMetadata(REDIRECT_METADATA, handler));
   return {
     id: `${controller.name}.${name}${version === undefined ? '' : `;v=${version}`}`,
     unreplayable:
@@ -52,7 +55,8 @@ export function describeRouteHandler(
             ? 'a handler declared to return a StreamableFile'
             : undefined,
     writesResponse: takesResponse && passthrough,
-    redirectStatus: redirectStatusOf(readMetadata(REDIRECT_METADATA, handler)),
+    redirectStatus: redirect?.status,
+    redirectUrl: redirect?.url,
   };
 }
 
@@ -68,6 +72,22 @@ export function finalStatus(handler: RouteHandler, body: unknown, current: numbe
       ? (body as { statusCode?: unknown }).statusCode
       : undefined;
   return typeof returned === 'number' && returned !== 0 ? returned : handler.redirectStatus;
+}
+
+/**
+ * The `Location` a response goes out with after the handler returned `body`: a `@Redirect()`
+ * handler's is set by Nest after the interceptors ran (a returned non-empty `url`, else the
+ * decorator's); any other handler's is the response's, `current`.
+ */
+export function finalLocation(
+  handler: RouteHandler,
+  body: unknown,
+  current: string | undefined,
+): string | undefined {
+  if (handler.redirectUrl === undefined) return current;
+  const returned =
+    typeof body === 'object' && body !== null ? (body as { url?: unknown }).url : undefined;
+  return typeof returned === 'string' && returned !== '' ? returned : handler.redirectUrl;
 }
 
 /**
@@ -112,13 +132,13 @@ function declaresStream(controller: object, name: string): boolean {
 
 /**
  * Nest redirects only when `@Redirect()` left a string url (possibly empty: the handler returns
- * one).
+ * one); its status is the decorator's, else 302.
  */
-function redirectStatusOf(redirect: unknown): number | undefined {
+function redirectOf(redirect: unknown): { status: number; url: string } | undefined {
   if (typeof redirect !== 'object' || redirect === null) return undefined;
   const { url, statusCode } = redirect as { url?: unknown; statusCode?: unknown };
   if (typeof url !== 'string') return undefined;
-  return typeof statusCode === 'number' && statusCode !== 0 ? statusCode : 302;
+  return { status: typeof statusCode === 'number' && statusCode !== 0 ? statusCode : 302, url };
 }
 
 /** `1`, `1,2` (sorted), `neutral`, or `undefined` for an unversioned handler. */

@@ -14,6 +14,7 @@ import {
   Post,
   Put,
   Query,
+  Redirect,
   Res,
   UseInterceptors,
 } from '@nestjs/common';
@@ -86,6 +87,12 @@ class NotesController {
   @Header('Content-Location', 'http://elsewhere.test/notes')
   remove(): { removed: true } {
     return { removed: true };
+  }
+
+  @Post('moved')
+  @Redirect('/notes', 303)
+  moved(@Query('to') to?: string): { url: string } | undefined {
+    return to === undefined ? undefined : { url: to };
   }
 
   @Post('archive')
@@ -168,6 +175,17 @@ describe.each(ADAPTERS)('HerdGuardInterceptor on %s, for unsafe methods', (adapt
     await http().patch('/notes/1').expect(200);
     expect(await xCache('/notes/1')).toBe('MISS');
     expect(await xCache('/notes')).toBe('MISS');
+  });
+
+  it('invalidates the path a @Redirect() sends the writer to, by the decorator or the returned url', async () => {
+    await cache('/notes');
+    await cache('/notes/2');
+    await http().post('/notes/moved').expect(303);
+    expect(await xCache('/notes')).toBe('MISS');
+    expect(await xCache('/notes/2')).toBe('HIT');
+    await http().post('/notes/moved?to=/notes/2').expect(303);
+    expect(await xCache('/notes/2')).toBe('MISS');
+    expect(await xCache('/notes')).toBe('HIT');
   });
 
   it('leaves a Content-Location of another origin alone on a DELETE', async () => {
