@@ -352,8 +352,8 @@ export class FillProtocol {
       // For ordering against invalidations: monotonic, whatever the wall clock does meanwhile.
       const loadStartedAtMonotonic = performance.now();
       let loaded: LoadedValue<T> | undefined;
-      /** What another load answered first (see #replacementOf). */
-      let replaced: Entry | LoadOutcome | undefined;
+      /** The value another load answered first with (see #replacementOf). */
+      let replaced: Entry | undefined;
       /** The loaded value as stored (see `storable`). */
       let value: unknown;
       try {
@@ -378,7 +378,7 @@ export class FillProtocol {
           // Replaced: this load's value could not be stored any more; its loader is told to stop.
           controller.abort(new LoadFencedError(key));
           runtime.emit({ type: 'load-fenced', key, background: request.mode === 'background' });
-          replaced = outcome;
+          replaced = 'kind' in outcome ? outcome.entry : outcome;
         }
         // What every pod will read back (this one too): a value that cannot be stored fails here,
         // as the loader's failure (every pod would fail alike). Kept unchanged, the value the store
@@ -451,7 +451,11 @@ export class FillProtocol {
         }
         throw error instanceof HerdGuardError ? error : new LoaderFailedError(key, error);
       }
-      if (loaded === undefined) return answeredBy(key, replaced);
+      if (loaded === undefined) {
+        // A value not to cache that cannot be shared answers nothing: this load is fenced.
+        if (replaced === undefined) throw new LoadFencedError(key);
+        return { entry: replaced, loaded: false };
+      }
       // What the loader chose from its value: TTLs, tags, not to store it, or to keep the stale one.
       const { choice } = loaded;
       const chosen = choice.policy;
@@ -915,16 +919,4 @@ function sharedFailure(key: string, failure: SharedFailure): HerdGuardError {
   const cause = new Error(failure.message);
   cause.name = failure.name;
   return new LoaderFailedError(key, cause);
-}
-
-/**
- * The answer of a load that another load answered first (see `#replacementOf`): its value, the
- * value not to cache or the failure the holder a takeover replaced ended with.
- */
-function answeredBy(key: string, replaced: Entry | LoadOutcome | undefined): Fill {
-  if (replaced === undefined) throw new LoadFencedError(key);
-  if (!('kind' in replaced)) return { entry: replaced, loaded: false };
-  if (replaced.kind === 'failed') throw sharedFailure(key, replaced.failure);
-  if (replaced.entry === undefined) throw new LoadFencedError(key);
-  return { entry: replaced.entry, loaded: false };
 }
