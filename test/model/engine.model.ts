@@ -253,7 +253,7 @@ class Model {
     b: [],
     d: [],
   };
-  readonly #running: Record<Key, Array<{ fence: number; since: Since }>> = {
+  readonly #running: Record<Key, Array<{ fence: number; since: Since; signal: AbortSignal }>> = {
     a: [],
     b: [],
     d: [],
@@ -381,7 +381,12 @@ class Model {
    * was granted (an invalidation or refresh() that had not resolved before the older one's
    * operation began), or may have lapsed (granted more than a lease TTL ago).
    */
-  loadStarted(key: Key, fence: number | undefined, since: Since): (failed: boolean) => void {
+  loadStarted(
+    key: Key,
+    fence: number | undefined,
+    since: Since,
+    signal: AbortSignal,
+  ): (failed: boolean) => void {
     if (fence === undefined) return () => undefined;
     const now = performance.now();
     const failedAt = this.#failedAt[key];
@@ -410,7 +415,8 @@ class Model {
         (revocation) => revocation.resolvedAt === undefined || revocation.resolvedAt > older.tick,
       );
       const lapsed = now - older.ms >= LEASE_TTL_MS;
-      if (!revoked) unrevoked += 1;
+      // A load the engine gave up on (its signal fired) may still run: it stores nothing.
+      if (!revoked && !other.signal.aborted) unrevoked += 1;
       if (!revoked && !lapsed) {
         this.violations.push(
           `${key}: two leased loads at once (fences ${other.fence}, ${fence}) with nothing revoking the first`,
@@ -422,7 +428,7 @@ class Model {
         `${key}: ${unrevoked + 1} leased loads at once with nothing revoking them (a takeover is taken over again)`,
       );
     }
-    const load = { fence, since };
+    const load = { fence, since, signal };
     this.#running[key].push(load);
     return (failed) => {
       this.#running[key] = this.#running[key].filter((running) => running !== load);
@@ -531,7 +537,7 @@ async function runScenario(
   const baseLoader =
     (key: BaseKey, since: Since) =>
     async (context: LoadContext<unknown>): Promise<BaseValue> => {
-      const done = model.loadStarted(key, context.fence, since);
+      const done = model.loadStarted(key, context.fence, since, context.signal);
       try {
         const value = { key, dbv: model.db[key] };
         await behave(context);
@@ -545,7 +551,7 @@ async function runScenario(
   const derivedLoader =
     (engine: HerdEngine, since: Since) =>
     async (context: LoadContext<unknown>): Promise<DerivedValue> => {
-      const done = model.loadStarted('d', context.fence, since);
+      const done = model.loadStarted('d', context.fence, since, context.signal);
       try {
         const aReadAt = model.tick();
         const a = (await engine.getOrLoad('a', baseLoader('a', since), {
